@@ -1,0 +1,112 @@
+//! What a tool knows about the call it is running, and path confinement.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::{ToolError, codes};
+
+/// The call a tool is running: its id and, when the tool has filesystem
+/// access, the work directory (the only directory the sandbox opened).
+#[derive(Debug, Clone)]
+pub struct Context {
+    call_id: String,
+    work_dir: Option<PathBuf>,
+}
+
+impl Context {
+    /// A context for `call_id` with an optional work directory (guest path).
+    pub fn new(call_id: impl Into<String>, work_dir: Option<PathBuf>) -> Self {
+        Self { call_id: call_id.into(), work_dir }
+    }
+
+    /// The id of this call.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The work directory, or `no_filesystem` when this call has none.
+    pub fn work_dir(&self) -> Result<&Path, ToolError> {
+        self.work_dir.as_deref().ok_or_else(|| {
+            ToolError::new(codes::NO_FILESYSTEM, "this tool has no filesystem access in this call")
+        })
+    }
+
+    /// Resolve a path the model passed (relative to the work dir, or
+    /// absolute) to a path inside the work directory, lexically: `..` that
+    /// would climb above the work dir gives `path_escape`. An empty path is
+    /// the work dir itself.
+    ///
+    /// This check is a courtesy that names the problem; the boundary is the
+    /// sandbox, which refuses anything outside the preopened directory,
+    /// including through symlinks.
+    pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
+        let root = self.work_dir()?;
+        if path.contains('\0') {
+            return Err(ToolError::invalid_args("path contains a NUL byte"));
+        }
+        let given = Path::new(path);
+        let joined = if given.is_absolute() { given.to_path_buf() } else { root.join(given) };
+        let mut out = PathBuf::new();
+        for part in joined.components() {
+            match part {
+                Component::ParentDir => {
+                    if !out.pop() {
+                        return Err(ToolError::path_escape(path));
+                    }
+                }
+                Component::CurDir => {}
+                other => out.push(other),
+            }
+        }
+        if !out.starts_with(root) {
+            return Err(ToolError::path_escape(path));
+        }
+        Ok(out)
+    }
+
+    /// `path` as the model should see it: relative to the work dir (`.` for
+    /// the work dir itself), or unchanged when it is outside.
+    pub fn display(&self, path: &Path) -> String {
+        match self.work_dir.as_deref().and_then(|root| path.strip_prefix(root).ok()) {
+            Some(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Some(rel) => rel.display().to_string(),
+            None => path.display().to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Context {
+        Context::new("c1", Some(PathBuf::from("/work/proj")))
+    }
+
+    #[test]
+    fn resolves_inside() {
+        assert_eq!(ctx().resolve("src/a.rs").unwrap(), PathBuf::from("/work/proj/src/a.rs"));
+        assert_eq!(ctx().resolve("./src/../b").unwrap(), PathBuf::from("/work/proj/b"));
+        assert_eq!(ctx().resolve("").unwrap(), PathBuf::from("/work/proj"));
+        assert_eq!(ctx().resolve("/work/proj/x").unwrap(), PathBuf::from("/work/proj/x"));
+    }
+
+    #[test]
+    fn refuses_escapes() {
+        for p in ["../x", "../../etc/passwd", "/etc/passwd", "a/../../x", "/work/projx/y", "/"] {
+            let err = ctx().resolve(p).unwrap_err();
+            assert_eq!(err.code, codes::PATH_ESCAPE, "{p}");
+        }
+    }
+
+    #[test]
+    fn no_work_dir_is_no_filesystem() {
+        let err = Context::new("c", None).resolve("a").unwrap_err();
+        assert_eq!(err.code, codes::NO_FILESYSTEM);
+    }
+
+    #[test]
+    fn displays_relative() {
+        assert_eq!(ctx().display(Path::new("/work/proj/src/a.rs")), "src/a.rs");
+        assert_eq!(ctx().display(Path::new("/work/proj")), ".");
+    }
+}

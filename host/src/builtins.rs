@@ -1,0 +1,5 @@
+//! The builtin tools, embedded in the binary (built by `build.rs` from
+//! `plugins/` for `wasm32-wasip2`).
+
+/// `(display name, component bytes)` of every builtin plugin.
+pub(crate) const ALL: &[(&str, &[u8])] = &[("builtin:fs", include_bytes!(env!("TOOLHOST_WASM_TOOLHOST_FS")))];

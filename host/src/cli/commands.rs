@@ -1,0 +1,132 @@
+//! The subcommands. Each returns the exit status for a normal outcome, or an
+//! error for a usage or load problem (exit 2).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+use toolhost::{Engine, EngineSettings, Host, ToolCall};
+
+use super::HostArgs;
+
+/// `toolhost list`
+pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitCode> {
+    let host = args.build().await?;
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let tools: Vec<Value> = host
+            .registry()
+            .iter()
+            .map(|t| {
+                let mut v = serde_json::to_value(t.spec()).unwrap_or(Value::Null);
+                v["plugin"] = json!(t.plugin().name());
+                v
+            })
+            .collect();
+        let plugins: Vec<Value> = host
+            .plugins()
+            .iter()
+            .map(|p| json!({"name": p.name(), "sha256": p.sha256(), "imports": p.imports(), "cached": p.from_cache()}))
+            .collect();
+        let limits = host.limits();
+        let doc = json!({
+            "tools": tools,
+            "plugins": plugins,
+            "work_dir": host.work_dir(),
+            "limits": {
+                "memory_bytes": limits.memory_bytes,
+                "fuel": limits.fuel,
+                "timeout_ms": limits.timeout.as_millis() as u64,
+                "max_timeout_ms": limits.max_timeout.as_millis() as u64,
+                "output_bytes": limits.output_bytes,
+                "clamp_bytes": limits.clamp_bytes,
+            },
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        let width = host.registry().iter().map(|t| t.spec().name.len()).max().unwrap_or(0);
+        for tool in host.registry().iter() {
+            let spec = tool.spec();
+            let flags = match (spec.read_only, spec.destructive) {
+                (true, _) => "read-only  ",
+                (false, true) => "destructive",
+                (false, false) => "writes     ",
+            };
+            let summary = spec.description.lines().next().unwrap_or("");
+            writeln!(out, "{:width$}  {flags}  {summary}", spec.name)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost call NAME ARGS_JSON`
+pub(crate) async fn call(args: &HostArgs, name: &str, json_args: Option<&str>, as_json: bool) -> anyhow::Result<ExitCode> {
+    let parsed: Value = match json_args {
+        None => json!({}),
+        Some(text) => serde_json::from_str(text).with_context(|| format!("ARGS_JSON is not valid JSON: {text}"))?,
+    };
+    if !parsed.is_object() {
+        bail!("ARGS_JSON must be a JSON object, got: {parsed}");
+    }
+    let host = args.build().await?;
+    let result = host.execute(ToolCall::new(name, parsed)).await;
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let doc = json!({
+            "ok": result.ok,
+            "output": result.output,
+            "error": result.error.as_ref().map(|e| e.to_string()),
+            "display": result.display,
+            "metadata": result.metadata,
+            "call_id": result.call_id,
+        });
+        writeln!(out, "{doc}")?;
+    } else if result.ok {
+        write!(out, "{}", result.output)?;
+        if !result.output.ends_with('\n') && !result.output.is_empty() {
+            writeln!(out)?;
+        }
+    } else if let Some(err) = &result.error {
+        eprintln!("{err}");
+    }
+    Ok(if result.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `toolhost inspect FILE.wasm`
+pub(crate) async fn inspect(file: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
+    let engine = Engine::new(&EngineSettings::default())?;
+    let report = Host::inspect(&engine, file).await?;
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let doc = json!({
+            "file": file,
+            "sha256": report.sha256,
+            "size": report.size,
+            "imports": report.imports,
+            "tools": report.tools,
+            "refused": report.refused.as_ref().map(|e| e.to_string()),
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        writeln!(out, "file:    {}", file.display())?;
+        writeln!(out, "sha256:  {}", report.sha256)?;
+        writeln!(out, "size:    {} bytes", report.size)?;
+        writeln!(out, "imports:")?;
+        for import in &report.imports {
+            writeln!(out, "  {import}")?;
+        }
+        match &report.refused {
+            Some(err) => writeln!(out, "refused: {err}")?,
+            None => {
+                writeln!(out, "tools:")?;
+                for tool in &report.tools {
+                    let ro = if tool.read_only { " (read-only)" } else { "" };
+                    writeln!(out, "  {}{ro}: {}", tool.name, tool.description.lines().next().unwrap_or(""))?;
+                }
+            }
+        }
+    }
+    Ok(if report.refused.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

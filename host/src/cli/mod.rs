@@ -1,0 +1,146 @@
+//! Command-line parsing and dispatch.
+
+mod commands;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use toolhost::{Host, Limits};
+
+/// Run an AI agent's tools as sandboxed WebAssembly components.
+#[derive(Parser)]
+#[command(name = "toolhost", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the available tools.
+    List {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Print JSON: tools (with schemas), plugins, limits.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool: toolhost call NAME 'ARGS_JSON'.
+    Call {
+        /// Tool name.
+        name: String,
+        /// Arguments as a JSON object (default `{}`).
+        args: Option<String>,
+        #[command(flatten)]
+        host: HostArgs,
+        /// Print one JSON object {ok, output, error, display, metadata}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a component's tools, imports and sha256 without loading it.
+    Inspect {
+        /// The component file.
+        file: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// How to build the host: where tools work, which plugins, which limits.
+#[derive(Args, Clone)]
+pub(crate) struct HostArgs {
+    /// The directory tools may see (the only preopened directory).
+    #[arg(long, default_value = ".")]
+    work_dir: PathBuf,
+    /// Load a third-party component beside the builtins (repeatable).
+    #[arg(long = "plugin", value_name = "FILE.wasm")]
+    plugins: Vec<PathBuf>,
+    /// Leave out the builtin tools.
+    #[arg(long)]
+    no_builtins: bool,
+    /// Only offer these tools (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    tools: Option<Vec<String>>,
+    /// Default per-call deadline in milliseconds.
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+    /// Per-call memory cap in MiB.
+    #[arg(long)]
+    memory_mib: Option<usize>,
+    /// Per-call fuel (about one unit per wasm instruction).
+    #[arg(long)]
+    fuel: Option<u64>,
+    /// Bytes of output the model reads before the head + tail clamp.
+    #[arg(long)]
+    clamp_bytes: Option<usize>,
+}
+
+impl HostArgs {
+    fn limits(&self) -> Limits {
+        let mut limits = Limits::default();
+        if let Some(ms) = self.timeout_ms {
+            limits.timeout = Duration::from_millis(ms);
+            limits.max_timeout = limits.max_timeout.max(limits.timeout);
+        }
+        if let Some(mib) = self.memory_mib {
+            limits.memory_bytes = mib << 20;
+        }
+        if let Some(fuel) = self.fuel {
+            limits.fuel = fuel;
+        }
+        if let Some(bytes) = self.clamp_bytes {
+            limits.clamp_bytes = bytes;
+        }
+        limits
+    }
+
+    pub(crate) async fn build(&self) -> Result<Host, toolhost::LoadError> {
+        let mut builder = Host::builder().work_dir(&self.work_dir).limits(self.limits());
+        if self.no_builtins {
+            builder = builder.without_builtins();
+        }
+        for plugin in &self.plugins {
+            builder = builder.plugin_file(plugin);
+        }
+        if let Some(tools) = &self.tools {
+            builder = builder.allow_tools(tools.clone());
+        }
+        builder.build().await
+    }
+}
+
+/// Parse, run, and turn the outcome into an exit status.
+pub(crate) fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("toolhost: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = runtime.block_on(async {
+        match cli.command {
+            Command::List { host, json } => commands::list(&host, json).await,
+            Command::Call { name, args, host, json } => commands::call(&host, &name, args.as_deref(), json).await,
+            Command::Inspect { file, json } => commands::inspect(&file, json).await,
+        }
+    });
+    match outcome {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("toolhost: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Errors: [`CallError`] for a failed call (a stable code the model can act
+//! on, and a message), [`LoadError`] for a plugin the host refuses to load.
+
+use std::fmt;
+
+/// The error codes the host itself produces. Tools add their own
+/// (`not_found`, `path_escape`, …); all are stable `snake_case` strings.
+pub mod codes {
+    /// No tool has this name.
+    pub const UNKNOWN_TOOL: &str = "unknown_tool";
+    /// The caller cancelled the call (before or while it ran).
+    pub const CANCELLED: &str = "cancelled";
+    /// The arguments do not match the tool's schema.
+    pub const INVALID_ARGS: &str = "invalid_args";
+    /// The call ran past its wall-clock deadline.
+    pub const TIMEOUT: &str = "timeout";
+    /// The call used up its fuel (CPU budget).
+    pub const FUEL_EXHAUSTED: &str = "fuel_exhausted";
+    /// The guest tried to grow its memory past the cap.
+    pub const MEMORY_LIMIT: &str = "memory_limit";
+    /// The tool returned more output than the host accepts.
+    pub const OUTPUT_LIMIT: &str = "output_limit";
+    /// The guest trapped (panicked, aborted, hit `unreachable`, …).
+    pub const TRAP: &str = "trap";
+    /// The tool returned something malformed (bad metadata JSON, …).
+    pub const BAD_OUTPUT: &str = "bad_output";
+    /// The host could not run the call (instance slots exhausted, …).
+    pub const HOST_ERROR: &str = "host_error";
+}
+
+/// A failed call: a stable `snake_case` code and a message naming what was
+/// wrong. Displayed as `code: message` (or just `code` without a message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallError {
+    /// Stable `snake_case` code.
+    pub code: String,
+    /// What went wrong, for the model.
+    pub message: String,
+}
+
+impl CallError {
+    /// An error with `code` and `message`.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { code: code.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.message.is_empty() {
+            f.write_str(&self.code)
+        } else {
+            write!(f, "{}: {}", self.code, self.message)
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// Why the host refused to build an engine or load a plugin.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The wasmtime engine could not be created.
+    #[error("could not create the wasm engine: {0}")]
+    Engine(String),
+    /// The plugin file could not be read.
+    #[error("could not read plugin {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The bytes are not a valid component for this engine.
+    #[error("not a loadable WebAssembly component: {0}")]
+    Compile(String),
+    /// The component imports an interface the host does not grant.
+    #[error("capability_denied: {interface}: {why}")]
+    CapabilityDenied {
+        /// The import, e.g. `wasi:sockets/tcp@0.2.6`.
+        interface: String,
+        /// Why it is refused and what to use instead.
+        why: String,
+    },
+    /// The component does not export the tool interface, or it failed while
+    /// listing its tools.
+    #[error("{0}")]
+    BadPlugin(String),
+    /// A tool spec is invalid (bad name, schema that is not an object schema …).
+    #[error("invalid tool spec for {tool}: {why}")]
+    BadSpec {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The work dir does not exist or is not a directory.
+    #[error("bad work dir: {0}")]
+    WorkDir(String),
+    /// The allow-list names tools that do not exist.
+    #[error("unknown_tool in the allow-list: {0}")]
+    UnknownAllowed(String),
+    /// Two tools have the same name.
+    #[error("duplicate_tool: {0}")]
+    DuplicateTool(String),
+}
+
+impl LoadError {
+    pub(crate) fn engine(err: wasmtime::Error) -> Self {
+        Self::Engine(format!("{err:#}"))
+    }
+
+    pub(crate) fn compile(err: wasmtime::Error) -> Self {
+        Self::Compile(format!("{err:#}"))
+    }
+}

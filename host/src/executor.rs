@@ -1,0 +1,176 @@
+//! The executor: the one entry point for a call. It never fails and never
+//! panics; every outcome is a [`ToolResult`].
+//!
+//! Order of a call: look the tool up (`unknown_tool`) → already cancelled?
+//! (`cancelled`, nothing runs) → coerce and validate the arguments
+//! (`invalid_args`) → run in a fresh sandbox under the merged deadline and
+//! cancellation → bound the output (`output_limit`) → keep the full output by
+//! call id → clamp what the model reads, head + tail.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{CallError, codes};
+use crate::host::Host;
+use crate::output::{Omitted, clamp};
+use crate::sandbox::{self, CallSpec, FsGrant};
+
+/// A request to run one tool.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    /// The call id; a fresh one is made when `None`.
+    pub id: Option<String>,
+    /// Tool name.
+    pub name: String,
+    /// Arguments (a JSON object; `null` means none).
+    pub args: Value,
+    /// Cancels the call when triggered.
+    pub cancel: CancellationToken,
+}
+
+impl ToolCall {
+    /// A call to `name` with `args`, a fresh id and no cancellation.
+    pub fn new(name: impl Into<String>, args: Value) -> Self {
+        Self { id: None, name: name.into(), args, cancel: CancellationToken::new() }
+    }
+
+    /// Use `id` as the call id.
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Cancel the call through `token`.
+    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+}
+
+/// The outcome of one call.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolResult {
+    /// The call id (the full output is kept under it).
+    pub call_id: String,
+    /// True when the tool succeeded.
+    pub ok: bool,
+    /// What the model reads (clamped head + tail when long).
+    pub output: String,
+    /// Why it failed, when it did.
+    #[serde(serialize_with = "error_text")]
+    pub error: Option<CallError>,
+    /// Richer text for a UI.
+    pub display: Option<String>,
+    /// Structured facts from the tool.
+    pub metadata: Option<Value>,
+    /// What the clamp cut from the middle of `output`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<Omitted>,
+    /// Wall time of the call.
+    #[serde(skip)]
+    pub duration: Duration,
+}
+
+fn error_text<S: serde::Serializer>(error: &Option<CallError>, s: S) -> Result<S::Ok, S::Error> {
+    match error {
+        Some(e) => s.serialize_str(&e.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+impl ToolResult {
+    fn failed(call_id: String, error: CallError, started: Instant) -> Self {
+        Self {
+            call_id,
+            ok: false,
+            output: String::new(),
+            error: Some(error),
+            display: None,
+            metadata: None,
+            omitted: None,
+            duration: started.elapsed(),
+        }
+    }
+
+    /// The error code, when the call failed.
+    pub fn code(&self) -> Option<&str> {
+        self.error.as_ref().map(|e| e.code.as_str())
+    }
+}
+
+impl Host {
+    /// Run one call. Never fails: unknown tools, bad arguments, traps, limits
+    /// and cancellation all come back as a failed [`ToolResult`].
+    pub async fn execute(&self, call: ToolCall) -> ToolResult {
+        let started = Instant::now();
+        let call_id = call.id.unwrap_or_else(crate::ids::new_call_id);
+        let Some(tool) = self.registry().get(&call.name) else {
+            return ToolResult::failed(call_id, CallError::new(codes::UNKNOWN_TOOL, call.name), started);
+        };
+        if call.cancel.is_cancelled() {
+            return ToolResult::failed(call_id, CallError::new(codes::CANCELLED, ""), started);
+        }
+        let args = match tool.args().prepare(call.args) {
+            Ok(args) => args.to_string(),
+            Err(err) => return ToolResult::failed(call_id, err, started),
+        };
+        let spec = tool.spec();
+        let limits = self.limits();
+        let fs = match self.work_dir() {
+            Some(dir) => FsGrant::WorkDir { dir: dir.to_path_buf(), writable: !spec.read_only },
+            None => FsGrant::None,
+        };
+        let _permit = self.call_slot().await;
+        let run = sandbox::run(
+            tool.plugin(),
+            CallSpec {
+                tool: &spec.name,
+                args_json: &args,
+                call_id: &call_id,
+                fs: &fs,
+                limits,
+                deadline: limits.deadline_for(spec.timeout_ms),
+                cancel: &call.cancel,
+            },
+        )
+        .await;
+        let output = match run {
+            Ok(output) => output,
+            Err(err) => return ToolResult::failed(call_id, err, started),
+        };
+
+        let size = output.content.len() + output.display.as_ref().map_or(0, String::len);
+        if size > limits.output_bytes {
+            let err = CallError::new(
+                codes::OUTPUT_LIMIT,
+                format!("the tool returned {size} bytes; the limit is {} bytes", limits.output_bytes),
+            );
+            return ToolResult::failed(call_id, err, started);
+        }
+        let metadata = match output.metadata.as_deref().map(serde_json::from_str::<Value>) {
+            None => None,
+            Some(Ok(value)) => Some(value),
+            Some(Err(e)) => {
+                let err = CallError::new(codes::BAD_OUTPUT, format!("the tool's metadata is not JSON: {e}"));
+                return ToolResult::failed(call_id, err, started);
+            }
+        };
+
+        let (text, omitted) = clamp(&output.content, limits.clamp_bytes, &call_id);
+        self.outputs().put(&call_id, Arc::from(output.content));
+        ToolResult {
+            call_id,
+            ok: true,
+            output: text,
+            error: None,
+            display: output.display,
+            metadata,
+            omitted,
+            duration: started.elapsed(),
+        }
+    }
+}

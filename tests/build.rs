@@ -1,0 +1,9 @@
+//! Builds the test guests (`tests/guests/*`) and tells the tests where they are.
+
+fn main() {
+    let guests = [("toolhost-hostile", "tests/guests/hostile"), ("toolhost-sockets", "tests/guests/sockets")];
+    for (package, wasm) in toolhost_build::build_guests(&guests) {
+        let var = format!("TOOLHOST_WASM_{}", package.replace('-', "_").to_uppercase());
+        println!("cargo:rustc-env={var}={}", wasm.display());
+    }
+}

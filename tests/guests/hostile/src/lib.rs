@@ -1,0 +1,155 @@
+//! Test-only tools that misbehave on purpose. Each one attacks one boundary
+//! of the sandbox; the end-to-end tests check the host answers with the
+//! right error code and keeps serving.
+
+use std::cell::Cell;
+use std::hint::black_box;
+use std::path::Path;
+
+use toolhost_guest::prelude::*;
+
+/// No arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Nothing {}
+
+/// A raw path, used as given (joined to the work dir when relative) with no
+/// lexical check, so the sandbox itself must refuse escapes.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawPath {
+    /// Path to touch.
+    path: String,
+}
+
+/// A size.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Size {
+    /// Bytes.
+    bytes: u64,
+}
+
+/// Typed fields to see coercion from the inside.
+#[derive(Deserialize, JsonSchema, Serialize)]
+#[serde(deny_unknown_fields)]
+struct Typed {
+    /// A count.
+    count: u32,
+    /// A flag.
+    flag: Option<bool>,
+    /// A ratio.
+    ratio: Option<f64>,
+    /// A label.
+    label: Option<String>,
+}
+
+thread_local! {
+    static CALLS: Cell<u32> = const { Cell::new(0) };
+}
+
+fn noop(_: Nothing, _: &Context) -> Result<Output, ToolError> {
+    Ok(Output::text("ok"))
+}
+
+fn spin(_: Nothing, _: &Context) -> Result<Output, ToolError> {
+    let mut x: u64 = 0;
+    loop {
+        x = black_box(x.wrapping_add(1));
+    }
+}
+
+fn hog(_: Nothing, _: &Context) -> Result<Output, ToolError> {
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    loop {
+        chunks.push(vec![1u8; 1 << 20]);
+        black_box(&chunks);
+    }
+}
+
+fn flood(args: Size, _: &Context) -> Result<Output, ToolError> {
+    let line = "x".repeat(1023);
+    for _ in 0..args.bytes / 1024 {
+        println!("{line}");
+        eprintln!("{line}");
+    }
+    Ok(Output::text("flooded"))
+}
+
+fn big_output(args: Size, _: &Context) -> Result<Output, ToolError> {
+    let mut text = String::with_capacity(args.bytes as usize);
+    let mut n = 0;
+    while (text.len() as u64) < args.bytes {
+        text.push_str(&format!("line {n}\n"));
+        n += 1;
+    }
+    Ok(Output::text(text))
+}
+
+fn raw(ctx: &Context, path: &str) -> Result<std::path::PathBuf, ToolError> {
+    Ok(ctx.work_dir()?.join(Path::new(path)))
+}
+
+fn read_path(args: RawPath, ctx: &Context) -> Result<Output, ToolError> {
+    let path = raw(ctx, &args.path)?;
+    std::fs::read_to_string(&path)
+        .map(Output::text)
+        .map_err(|e| ToolError::io(&e, Path::new(&args.path)))
+}
+
+fn write_path(args: RawPath, ctx: &Context) -> Result<Output, ToolError> {
+    let path = raw(ctx, &args.path)?;
+    std::fs::write(&path, b"written by a read-only tool")
+        .map(|_| Output::text("wrote it"))
+        .map_err(|e| ToolError::io(&e, Path::new(&args.path)))
+}
+
+fn counter(_: Nothing, _: &Context) -> Result<Output, ToolError> {
+    let n = CALLS.with(|c| {
+        c.set(c.get() + 1);
+        c.get()
+    });
+    Ok(Output::text(n.to_string()))
+}
+
+fn panic(_: Nothing, _: &Context) -> Result<Output, ToolError> {
+    panic!("hostile tool panicked on purpose");
+}
+
+fn exit(_: Nothing, _: &Context) -> Result<Output, ToolError> {
+    std::process::exit(3)
+}
+
+fn env(_: Nothing, _: &Context) -> Result<Output, ToolError> {
+    let vars: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
+    let args: Vec<String> = std::env::args().collect();
+    Ok(Output::text(format!("env={vars:?} args={args:?}")))
+}
+
+fn echo(args: Typed, ctx: &Context) -> Result<Output, ToolError> {
+    let json = serde_json::to_value(&args).map_err(|e| ToolError::new("bad", e.to_string()))?;
+    Ok(Output::text(json.to_string())
+        .with_display(format!("call {}", ctx.call_id()))
+        .with_metadata(json!({"work_dir": ctx.work_dir().ok().map(|p| p.display().to_string())})))
+}
+
+fn tools() -> Vec<Tool> {
+    vec![
+        tool("noop", "Does nothing.", noop).read_only(),
+        tool("spin", "Loops forever.", spin).read_only(),
+        tool("slow", "Loops forever but declares a 300 ms timeout.", spin).timeout_ms(300),
+        tool("hog", "Allocates without end.", hog),
+        tool("flood", "Writes `bytes` to stdout and stderr.", flood),
+        tool("big_output", "Returns about `bytes` of numbered lines.", big_output).read_only(),
+        tool("read_path", "Reads a raw path.", read_path).read_only(),
+        tool("write_path", "Writes a raw path although it declares read-only.", write_path).read_only(),
+        tool("write_path_rw", "Writes a raw path.", write_path),
+        tool("counter", "Counts calls in a global.", counter),
+        tool("panic", "Panics.", panic),
+        tool("exit", "Exits the process with status 3.", exit),
+        tool("env", "Shows env vars and args.", env).read_only(),
+        tool("echo", "Echoes its typed arguments.", echo).read_only(),
+    ]
+}
+
+toolhost_guest::export_tools!(tools);
