@@ -1,0 +1,254 @@
+//! `find_files`: files whose path matches a glob; and the glob rule shared
+//! with `grep_files`.
+
+use std::fs;
+use std::path::Path;
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde::Deserialize;
+use serde_json::json;
+use toolhost_guest::{Context, JsonSchema, Output, ToolError};
+
+use crate::codes;
+use crate::paths::io_error;
+use crate::walk::{Kind, Walk};
+
+/// The tool description the model reads.
+pub const DESCRIPTION: &str = "Find files by glob pattern, e.g. `**/*.rs`, `src/**/test_*.py`, `*.{ts,tsx}`. A \
+pattern without `/` matches file names at any depth (`*.rs` is the same as `**/*.rs`); a pattern with `/` matches \
+the path relative to `path` (default: the work directory), where `*` stays within one directory and `**` crosses \
+directories. Returns matching files (not directories), sorted, as paths relative to the work directory; at most \
+`max_results` (default 200), and says how many more there were. Symlinks are not followed, and directories such as \
+.git, node_modules, target, dist, .venv and .cache are not searched unless given as `path`.";
+
+/// Default `max_results`.
+pub const DEFAULT_MAX: usize = 200;
+/// Largest `max_results` allowed.
+pub const MAX_MAX: usize = 5000;
+
+/// Arguments of `find_files`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "toolhost_guest::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// Glob pattern, e.g. `**/*.rs` or `*.{js,ts}`. Without a `/` it matches
+    /// file names at any depth.
+    pub pattern: String,
+    /// Directory to search, relative to the work directory. Default ".".
+    #[serde(default = "dot")]
+    pub path: String,
+    /// Maximum number of paths to return, 1 to 5000. Default 200.
+    #[serde(default = "default_max")]
+    #[schemars(range(min = 1, max = 5000))]
+    pub max_results: usize,
+}
+
+fn dot() -> String {
+    ".".to_string()
+}
+
+fn default_max() -> usize {
+    DEFAULT_MAX
+}
+
+/// A compiled glob with the tools' rule: a pattern without `/` matches the
+/// file name, one with `/` matches the path relative to the searched
+/// directory.
+#[derive(Debug, Clone)]
+pub struct Glob {
+    matcher: GlobMatcher,
+    name_only: bool,
+}
+
+impl Glob {
+    /// Compile `pattern` (`invalid_args` with the parser's message when it
+    /// is not a valid glob).
+    pub fn new(pattern: &str) -> Result<Self, ToolError> {
+        let trimmed = pattern.trim();
+        let trimmed = trimmed.strip_prefix("./").unwrap_or(trimmed);
+        if trimmed.is_empty() {
+            return Err(ToolError::invalid_args("the glob pattern is empty"));
+        }
+        if trimmed.starts_with('/') {
+            return Err(ToolError::invalid_args(format!(
+                "glob `{pattern}` is absolute; patterns match paths relative to the searched directory"
+            )));
+        }
+        let glob = GlobBuilder::new(trimmed)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| ToolError::invalid_args(format!("invalid glob `{pattern}`: {e}")))?;
+        Ok(Self { matcher: glob.compile_matcher(), name_only: !trimmed.contains('/') })
+    }
+
+    /// Does the entry at `rel` (relative to the searched directory) match?
+    pub fn is_match(&self, rel: &Path) -> bool {
+        if self.name_only {
+            rel.file_name().is_some_and(|name| self.matcher.is_match(name))
+        } else {
+            self.matcher.is_match(rel)
+        }
+    }
+}
+
+/// Run `find_files`.
+pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
+    if !(1..=MAX_MAX).contains(&args.max_results) {
+        return Err(ToolError::invalid_args(format!("max_results must be between 1 and {MAX_MAX}")));
+    }
+    let glob = Glob::new(&args.pattern)?;
+    let root = ctx.resolve(&args.path)?;
+    let shown_root = ctx.display(&root);
+    let meta = fs::metadata(&root).map_err(|e| io_error(ctx, &e, &root))?;
+    if !meta.is_dir() {
+        return Err(ToolError::new(codes::NOT_A_DIRECTORY, format!("{shown_root} is not a directory")));
+    }
+    let mut walk = Walk::new(&root, usize::MAX).map_err(|e| io_error(ctx, &e, &root))?;
+    let mut found: Vec<String> = walk
+        .by_ref()
+        .filter(|e| matches!(e.kind, Kind::File | Kind::Symlink))
+        .filter(|e| e.path.strip_prefix(&root).is_ok_and(|rel| glob.is_match(rel)))
+        .map(|e| ctx.display(&e.path))
+        .collect();
+    found.sort_unstable();
+    let total = found.len();
+    found.truncate(args.max_results);
+
+    let mut out = if total == 0 {
+        format!("No files match `{}` in {shown_root}.\n", args.pattern)
+    } else {
+        let mut s = found.join("\n");
+        s.push('\n');
+        s
+    };
+    if total > found.len() {
+        out.push_str(&format!(
+            "[{} more matching files not shown (max_results={}); narrow the pattern or search a subdirectory]\n",
+            total - found.len(),
+            args.max_results
+        ));
+    }
+    if let Some(note) = walk.note() {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    Ok(Output::text(out).with_metadata(json!({
+        "path": shown_root,
+        "pattern": args.pattern,
+        "total": total,
+        "shown": found.len(),
+        "skipped_dirs": walk.skipped_names(),
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_guest::codes as sdk;
+
+    fn setup() -> (tempfile::TempDir, Context) {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        for f in [
+            "a.rs",
+            "src/b.rs",
+            "src/deep/c.rs",
+            "src/deep/d.txt",
+            "web/x.ts",
+            "web/y.tsx",
+            "target/gen.rs",
+            "node_modules/m/i.rs",
+        ] {
+            let p = r.join(f);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, "").unwrap();
+        }
+        let ctx = Context::new("t", Some(r.to_path_buf()));
+        (dir, ctx)
+    }
+
+    fn find(ctx: &Context, pattern: &str, path: &str, max: usize) -> Result<Output, ToolError> {
+        run(Args { pattern: pattern.into(), path: path.into(), max_results: max }, ctx)
+    }
+
+    fn lines(out: &Output) -> Vec<&str> {
+        out.content.lines().filter(|l| !l.starts_with('[')).collect()
+    }
+
+    #[test]
+    fn name_patterns_match_at_any_depth() {
+        let (_dir, ctx) = setup();
+        let out = find(&ctx, "*.rs", ".", DEFAULT_MAX).unwrap();
+        assert_eq!(lines(&out), ["a.rs", "src/b.rs", "src/deep/c.rs"]);
+        assert!(out.content.contains("skipped 2 directories"), "{}", out.content);
+        assert_eq!(
+            lines(&find(&ctx, "**/*.rs", ".", DEFAULT_MAX).unwrap()),
+            ["a.rs", "src/b.rs", "src/deep/c.rs"]
+        );
+    }
+
+    #[test]
+    fn path_patterns_and_alternatives() {
+        let (_dir, ctx) = setup();
+        assert_eq!(
+            lines(&find(&ctx, "src/*.rs", ".", DEFAULT_MAX).unwrap()),
+            ["src/b.rs"],
+            "* stays in one directory"
+        );
+        assert_eq!(
+            lines(&find(&ctx, "src/**/*.rs", ".", DEFAULT_MAX).unwrap()),
+            ["src/b.rs", "src/deep/c.rs"]
+        );
+        assert_eq!(lines(&find(&ctx, "*.{ts,tsx}", ".", DEFAULT_MAX).unwrap()), ["web/x.ts", "web/y.tsx"]);
+        assert_eq!(lines(&find(&ctx, "./web/*", ".", DEFAULT_MAX).unwrap()), ["web/x.ts", "web/y.tsx"]);
+        // Relative to `path`, shown relative to the work dir.
+        assert_eq!(
+            lines(&find(&ctx, "deep/*", "src", DEFAULT_MAX).unwrap()),
+            ["src/deep/c.rs", "src/deep/d.txt"]
+        );
+        // A skipped directory searched explicitly.
+        assert_eq!(lines(&find(&ctx, "*.rs", "target", DEFAULT_MAX).unwrap()), ["target/gen.rs"]);
+    }
+
+    #[test]
+    fn caps_results_and_counts_the_rest() {
+        let (_dir, ctx) = setup();
+        let out = find(&ctx, "*", ".", 2).unwrap();
+        assert_eq!(lines(&out), ["a.rs", "src/b.rs"]);
+        assert!(out.content.contains("[4 more matching files not shown (max_results=2)"), "{}", out.content);
+        let meta = out.metadata.unwrap();
+        assert_eq!((meta["total"].as_u64(), meta["shown"].as_u64()), (Some(6), Some(2)));
+    }
+
+    #[test]
+    fn no_matches() {
+        let (_dir, ctx) = setup();
+        let out = find(&ctx, "*.py", ".", DEFAULT_MAX).unwrap();
+        assert!(out.content.starts_with("No files match `*.py` in ."), "{}", out.content);
+        assert_eq!(out.metadata.unwrap()["total"], 0);
+    }
+
+    #[test]
+    fn errors() {
+        let (_dir, ctx) = setup();
+        let err = find(&ctx, "src/[a-", ".", DEFAULT_MAX).unwrap_err();
+        assert_eq!(err.code, sdk::INVALID_ARGS);
+        assert!(err.message.contains("invalid glob"), "{}", err.message);
+        assert_eq!(find(&ctx, "", ".", DEFAULT_MAX).unwrap_err().code, sdk::INVALID_ARGS);
+        assert_eq!(find(&ctx, "/etc/*", ".", DEFAULT_MAX).unwrap_err().code, sdk::INVALID_ARGS);
+        assert_eq!(find(&ctx, "*", ".", 0).unwrap_err().code, sdk::INVALID_ARGS);
+        assert_eq!(find(&ctx, "*", ".", MAX_MAX + 1).unwrap_err().code, sdk::INVALID_ARGS);
+        assert_eq!(find(&ctx, "*", "nope", 10).unwrap_err().code, sdk::NOT_FOUND);
+        assert_eq!(find(&ctx, "*", "a.rs", 10).unwrap_err().code, codes::NOT_A_DIRECTORY);
+        assert_eq!(find(&ctx, "*", "../..", 10).unwrap_err().code, sdk::PATH_ESCAPE);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinked_dirs_are_not_followed() {
+        let (dir, ctx) = setup();
+        std::os::unix::fs::symlink("src", dir.path().join("alias")).unwrap();
+        let out = find(&ctx, "*.rs", ".", DEFAULT_MAX).unwrap();
+        assert_eq!(lines(&out), ["a.rs", "src/b.rs", "src/deep/c.rs"]);
+    }
+}

@@ -1,0 +1,121 @@
+//! The builtin filesystem tools of toolhost: `read_file`, `write_file`,
+//! `edit_file`, `list_dir`, `find_files` and `grep_files`.
+//!
+//! Every path the model passes is resolved inside the work directory with
+//! [`Context::resolve`]; the WASI sandbox (a preopen of the work dir) is the
+//! real boundary, the lexical check only names the problem. Paths shown to
+//! the model are relative to the work dir.
+
+use sha2::{Digest, Sha256};
+use toolhost_guest::{Tool, tool};
+
+pub mod edit;
+pub mod find;
+pub mod grep;
+pub mod list;
+pub mod paths;
+pub mod read;
+pub mod walk;
+pub mod write;
+
+/// Error codes of these tools beyond the SDK's shared
+/// [`toolhost_guest::codes`]. Callers match on them.
+pub mod codes {
+    /// The path names a directory where a file was expected.
+    pub const IS_DIRECTORY: &str = "is_directory";
+    /// The path names a file (or something else) where a directory was
+    /// expected.
+    pub const NOT_A_DIRECTORY: &str = "not_a_directory";
+    /// The file is binary (a NUL byte near the start, or not UTF-8 text).
+    pub const BINARY_FILE: &str = "binary_file";
+    /// `edit_file` was asked to replace a string with itself.
+    pub const NO_OP_EDIT: &str = "no_op_edit";
+    /// `edit_file`: `old_string` does not occur in the file.
+    pub const OLD_STRING_NOT_FOUND: &str = "old_string_not_found";
+    /// `edit_file`: `old_string` occurs more than once and `replace_all` is
+    /// off.
+    pub const OLD_STRING_NOT_UNIQUE: &str = "old_string_not_unique";
+}
+
+/// The tools of this component, in the order the host lists them.
+pub fn tools() -> Vec<Tool> {
+    vec![
+        tool("read_file", read::DESCRIPTION, read::run).read_only(),
+        tool("write_file", write::DESCRIPTION, write::run).destructive(),
+        tool("edit_file", edit::DESCRIPTION, edit::run),
+        tool("list_dir", list::DESCRIPTION, list::run).read_only(),
+        tool("find_files", find::DESCRIPTION, find::run).read_only(),
+        tool("grep_files", grep::DESCRIPTION, grep::run).read_only(),
+    ]
+}
+
+// Only the wasm build is a component. Natively (unit tests) the export names,
+// which contain `:` and `@`, are not valid symbols in a linker version script,
+// so the `cdylib` would not link.
+#[cfg(target_arch = "wasm32")]
+toolhost_guest::export_tools!(tools);
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// `n` bytes for a human: `512 B`, `1.5 KiB`, `3.2 MiB`.
+pub(crate) fn human_size(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    // Precision is irrelevant here: this is only for display.
+    #[allow(clippy::cast_precision_loss)]
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// Cut `line` to at most `max` bytes at a character boundary; true when it
+/// was cut.
+pub(crate) fn truncate_at_char(line: &str, max: usize) -> (&str, bool) {
+    if line.len() <= max {
+        return (line, false);
+    }
+    let mut end = max;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&line[..end], true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_for_humans() {
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(1023), "1023 B");
+        assert_eq!(human_size(1536), "1.5 KiB");
+        assert_eq!(human_size(3 * 1024 * 1024), "3.0 MiB");
+    }
+
+    #[test]
+    fn truncates_on_char_boundary() {
+        assert_eq!(truncate_at_char("héllo", 2), ("h", true));
+        assert_eq!(truncate_at_char("héllo", 3), ("hé", true));
+        assert_eq!(truncate_at_char("abc", 3), ("abc", false));
+    }
+
+    #[test]
+    fn sha256_is_hex() {
+        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+
+    #[test]
+    fn six_tools_with_unique_names() {
+        assert_eq!(tools().len(), 6);
+    }
+}

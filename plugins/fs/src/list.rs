@@ -1,0 +1,225 @@
+//! `list_dir`: the entries of a directory, as an indented tree.
+
+use std::fs;
+
+use serde::Deserialize;
+use serde_json::json;
+use toolhost_guest::{Context, JsonSchema, Output, ToolError};
+
+use crate::codes;
+use crate::paths::io_error;
+use crate::walk::{Kind, Walk};
+
+/// The tool description the model reads.
+pub const DESCRIPTION: &str = "List a directory as an indented tree: subdirectories first (with a trailing `/`), \
+then files with their sizes, each group sorted by name; symlinks are shown as `name@ -> target` and never \
+followed. `depth` 1 (default) lists only the directory's own entries, up to 4 goes deeper. Directories such as \
+.git, node_modules, target, dist, .venv, __pycache__ and .cache are not entered (the output says which were \
+skipped; list one explicitly to see inside). At most 500 entries are shown; the output says how many were left \
+out. Use find_files to search by name and grep_files to search contents.";
+
+/// Entries shown at most.
+pub const MAX_ENTRIES: usize = 500;
+/// Deepest `depth` allowed.
+pub const MAX_DEPTH: usize = 4;
+
+/// Arguments of `list_dir`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "toolhost_guest::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The directory to list, relative to the work directory. Default ".",
+    /// the work directory itself.
+    #[serde(default = "dot")]
+    pub path: String,
+    /// How many levels to list, 1 to 4. Default 1: only the directory's own
+    /// entries.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1, max = 4))]
+    pub depth: usize,
+}
+
+fn dot() -> String {
+    ".".to_string()
+}
+
+fn one() -> usize {
+    1
+}
+
+/// Run `list_dir`.
+pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
+    if !(1..=MAX_DEPTH).contains(&args.depth) {
+        return Err(ToolError::invalid_args(format!(
+            "depth must be between 1 and {MAX_DEPTH}, not {}",
+            args.depth
+        )));
+    }
+    let root = ctx.resolve(&args.path)?;
+    let shown = ctx.display(&root);
+    let meta = fs::metadata(&root).map_err(|e| io_error(ctx, &e, &root))?;
+    if !meta.is_dir() {
+        return Err(ToolError::new(
+            codes::NOT_A_DIRECTORY,
+            format!("{shown} is not a directory; use read_file to read a file"),
+        ));
+    }
+    let mut walk = Walk::new(&root, args.depth).map_err(|e| io_error(ctx, &e, &root))?;
+
+    let mut out = format!("{}/\n", shown.trim_end_matches('/'));
+    let mut total = 0usize;
+    for entry in walk.by_ref() {
+        total += 1;
+        if total > MAX_ENTRIES {
+            continue;
+        }
+        let indent = "  ".repeat(entry.depth);
+        let name = entry.name();
+        let line = match entry.kind {
+            Kind::Dir => format!("{indent}{name}/"),
+            Kind::File => match fs::symlink_metadata(&entry.path) {
+                Ok(m) => format!("{indent}{name} ({})", crate::human_size(m.len())),
+                Err(_) => format!("{indent}{name}"),
+            },
+            Kind::Symlink => match fs::read_link(&entry.path) {
+                Ok(target) => format!("{indent}{name}@ -> {}", target.display()),
+                Err(_) => format!("{indent}{name}@"),
+            },
+            Kind::Other => format!("{indent}{name} (special file)"),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if total == 0 {
+        out.push_str("  (empty directory)\n");
+    }
+    let omitted = total.saturating_sub(MAX_ENTRIES);
+    if omitted > 0 {
+        out.push_str(&format!(
+            "[{omitted} more entries not shown (limit {MAX_ENTRIES}); list a subdirectory or use a smaller depth]\n"
+        ));
+    }
+    if let Some(note) = walk.note() {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    Ok(Output::text(out).with_metadata(json!({
+        "path": shown,
+        "entries": total,
+        "shown": total.min(MAX_ENTRIES),
+        "omitted": omitted,
+        "skipped_dirs": walk.skipped_names(),
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_guest::codes as sdk;
+
+    fn setup() -> (tempfile::TempDir, Context) {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = Context::new("t", Some(dir.path().to_path_buf()));
+        (dir, ctx)
+    }
+
+    fn list(ctx: &Context, path: &str, depth: usize) -> Result<Output, ToolError> {
+        run(Args { path: path.into(), depth }, ctx)
+    }
+
+    fn tree(dir: &std::path::Path) {
+        fs::create_dir_all(dir.join("src/bin")).unwrap();
+        fs::create_dir_all(dir.join("docs")).unwrap();
+        fs::create_dir_all(dir.join("target/debug")).unwrap();
+        fs::create_dir_all(dir.join(".git")).unwrap();
+        fs::write(dir.join("Cargo.toml"), "x".repeat(10)).unwrap();
+        fs::write(dir.join("README.md"), "x".repeat(2048)).unwrap();
+        fs::write(dir.join("src/lib.rs"), "").unwrap();
+        fs::write(dir.join("src/bin/main.rs"), "").unwrap();
+    }
+
+    #[test]
+    fn depth_one_dirs_first_with_sizes() {
+        let (dir, ctx) = setup();
+        tree(dir.path());
+        let out = list(&ctx, ".", 1).unwrap();
+        assert_eq!(
+            out.content,
+            "./\n  docs/\n  src/\n  Cargo.toml (10 B)\n  README.md (2.0 KiB)\n\
+             [skipped 2 directories by name (.git, target); pass one as `path` to look inside]\n"
+        );
+        let meta = out.metadata.unwrap();
+        assert_eq!(meta["entries"], 4);
+        assert_eq!(meta["omitted"], 0);
+        assert_eq!(meta["skipped_dirs"], json!([".git", "target"]));
+    }
+
+    #[test]
+    fn deeper_levels_are_indented() {
+        let (dir, ctx) = setup();
+        tree(dir.path());
+        let out = list(&ctx, "src", 2).unwrap();
+        assert_eq!(out.content, "src/\n  bin/\n    main.rs (0 B)\n  lib.rs (0 B)\n");
+        let out = list(&ctx, "src", 1).unwrap();
+        assert_eq!(out.content, "src/\n  bin/\n  lib.rs (0 B)\n");
+        // A skipped name can be listed explicitly.
+        assert_eq!(list(&ctx, "target", 1).unwrap().content, "target/\n  debug/\n");
+    }
+
+    #[test]
+    fn depth_out_of_range() {
+        let (_dir, ctx) = setup();
+        for depth in [0, 5] {
+            let err = list(&ctx, ".", depth).unwrap_err();
+            assert_eq!(err.code, sdk::INVALID_ARGS);
+            assert!(err.message.contains("between 1 and 4"), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn caps_at_500_entries() {
+        let (dir, ctx) = setup();
+        for i in 0..520 {
+            fs::write(dir.path().join(format!("f{i:04}")), "").unwrap();
+        }
+        let out = list(&ctx, ".", 1).unwrap();
+        assert_eq!(out.content.lines().filter(|l| l.starts_with("  f")).count(), MAX_ENTRIES);
+        assert!(out.content.contains("  f0499 (0 B)\n"));
+        assert!(!out.content.contains("f0500"));
+        assert!(out.content.contains("[20 more entries not shown"), "{}", out.content);
+        assert_eq!(out.metadata.unwrap()["omitted"], 20);
+    }
+
+    #[test]
+    fn errors() {
+        let (dir, ctx) = setup();
+        fs::write(dir.path().join("f"), "").unwrap();
+        assert_eq!(list(&ctx, "f", 1).unwrap_err().code, codes::NOT_A_DIRECTORY);
+        assert_eq!(list(&ctx, "nope", 1).unwrap_err().code, sdk::NOT_FOUND);
+        assert_eq!(list(&ctx, "..", 1).unwrap_err().code, sdk::PATH_ESCAPE);
+    }
+
+    #[test]
+    fn empty_directory() {
+        let (_dir, ctx) = setup();
+        assert_eq!(list(&ctx, ".", 3).unwrap().content, "./\n  (empty directory)\n");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_marked_not_followed() {
+        let (dir, ctx) = setup();
+        fs::create_dir(dir.path().join("real")).unwrap();
+        fs::write(dir.path().join("real/inner.txt"), "").unwrap();
+        std::os::unix::fs::symlink("real", dir.path().join("alias")).unwrap();
+        let out = list(&ctx, ".", 3).unwrap();
+        assert_eq!(out.content, "./\n  real/\n    inner.txt (0 B)\n  alias@ -> real\n");
+    }
+
+    #[test]
+    fn defaults() {
+        let args: Args = serde_json::from_str("{}").unwrap();
+        assert_eq!((args.path.as_str(), args.depth), (".", 1));
+        assert!(serde_json::from_str::<Args>(r#"{"recursive": true}"#).is_err());
+    }
+}

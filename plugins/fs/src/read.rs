@@ -1,0 +1,316 @@
+//! `read_file`: the lines of a text file, numbered like `cat -n`.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+
+use serde::Deserialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError};
+
+use crate::codes;
+use crate::paths::io_error;
+
+/// The tool description the model reads.
+pub const DESCRIPTION: &str = "Read a text file. Returns its lines, each prefixed with its line number and a tab \
+(like `cat -n`); the numbers are not part of the file. Reads at most `limit` lines (default 2000) starting at line \
+`offset` (1-based, default 1) and at most 256 KiB of output; when more remains, the output ends with a note giving \
+the `offset` to continue from. Very long lines are cut. Binary files (a NUL byte in the first 8 KiB, or not valid \
+UTF-8) are refused with `binary_file`; directories with `is_directory` (use list_dir). Paths are relative to the \
+work directory.";
+
+/// Default number of lines returned.
+pub const DEFAULT_LIMIT: usize = 2000;
+/// At most this many bytes of numbered lines are returned.
+pub const MAX_OUTPUT: usize = 256 * 1024;
+/// A NUL byte in this many leading bytes marks a file as binary.
+const BINARY_PROBE: usize = 8 * 1024;
+
+/// Arguments of `read_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "toolhost_guest::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The file to read: relative to the work directory, or absolute inside it.
+    pub path: String,
+    /// First line to return, 1-based. Default 1.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1))]
+    pub offset: usize,
+    /// Maximum number of lines to return. Default 2000.
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1))]
+    pub limit: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn default_limit() -> usize {
+    DEFAULT_LIMIT
+}
+
+/// Run `read_file`.
+pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
+    if args.offset == 0 {
+        return Err(ToolError::invalid_args("offset is 1-based: the first line is offset=1"));
+    }
+    if args.limit == 0 {
+        return Err(ToolError::invalid_args("limit must be at least 1"));
+    }
+    let path = ctx.resolve(&args.path)?;
+    let shown = ctx.display(&path);
+    let meta = std::fs::metadata(&path).map_err(|e| io_error(ctx, &e, &path))?;
+    if meta.is_dir() {
+        return Err(ToolError::new(
+            codes::IS_DIRECTORY,
+            format!("{shown} is a directory; use list_dir to see its entries"),
+        ));
+    }
+    let file = File::open(&path).map_err(|e| io_error(ctx, &e, &path))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+
+    let binary = |why: &str| {
+        ToolError::new(
+            codes::BINARY_FILE,
+            format!("{shown} looks like a binary file ({why}); read_file only shows text"),
+        )
+    };
+    // Probe before splitting into lines: a binary file may have no newline
+    // for megabytes.
+    let head = reader.fill_buf().map_err(|e| io_error(ctx, &e, &path))?;
+    if head[..head.len().min(BINARY_PROBE)].contains(&0) {
+        return Err(binary("it contains NUL bytes"));
+    }
+    let last_wanted = args.offset.saturating_add(args.limit - 1);
+    let mut hasher = Sha256::new();
+    let mut line = Vec::new();
+    let mut out = String::new();
+    let (mut bytes, mut total_lines) = (0usize, 0usize);
+    let (mut first_shown, mut last_shown) = (None, None);
+    // Why the output stopped before `last_wanted` (output cap or a cut line).
+    let mut capped = false;
+    let mut cut_line = None;
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line).map_err(|e| io_error(ctx, &e, &path))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&line);
+        if bytes < BINARY_PROBE && line[..n.min(BINARY_PROBE - bytes)].contains(&0) {
+            return Err(binary("it contains NUL bytes"));
+        }
+        bytes += n;
+        total_lines += 1;
+        // '\n' never occurs inside a multi-byte sequence, so the file is
+        // UTF-8 exactly when each of its lines is.
+        let text = std::str::from_utf8(&line).map_err(|_| binary("it is not valid UTF-8"))?;
+        if total_lines < args.offset || total_lines > last_wanted || capped {
+            continue;
+        }
+        let mut text = text.strip_suffix('\n').unwrap_or(text);
+        text = text.strip_suffix('\r').unwrap_or(text);
+        if total_lines == 1 {
+            text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        }
+        let prefix = format!("{total_lines:>6}\t");
+        let room = MAX_OUTPUT.saturating_sub(out.len() + prefix.len() + 1);
+        let (kept, was_cut) = crate::truncate_at_char(text, room);
+        if was_cut && first_shown.is_some() {
+            // Not even this line fits whole: stop before it.
+            capped = true;
+            continue;
+        }
+        out.push_str(&prefix);
+        out.push_str(kept);
+        out.push('\n');
+        first_shown.get_or_insert(total_lines);
+        last_shown = Some(total_lines);
+        if was_cut {
+            cut_line = Some(total_lines);
+            capped = true;
+        }
+    }
+
+    if total_lines == 0 && args.offset == 1 {
+        out.push_str("(empty file)\n");
+    } else if args.offset > total_lines {
+        return Err(ToolError::invalid_args(format!(
+            "offset {} is past the end of {shown}, which has {total_lines} line{}",
+            args.offset,
+            if total_lines == 1 { "" } else { "s" }
+        )));
+    }
+    if let Some(n) = cut_line {
+        out.push_str(&format!(
+            "[line {n} was cut: it is longer than the {} KiB output limit]\n",
+            MAX_OUTPUT / 1024
+        ));
+    }
+    if let (Some(first), Some(last)) = (first_shown, last_shown)
+        && last < total_lines
+    {
+        let why = if capped { "the 256 KiB output limit was reached" } else { "the line limit was reached" };
+        out.push_str(&format!(
+            "[showing lines {first}-{last} of {total_lines} ({why}); use offset={} to continue]\n",
+            last + 1
+        ));
+    }
+
+    Ok(Output::text(out).with_metadata(json!({
+        "path": shown,
+        "sha256": hex::encode(hasher.finalize()),
+        "total_lines": total_lines,
+        "bytes": bytes,
+        "first_line": first_shown,
+        "last_line": last_shown,
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use toolhost_guest::codes as sdk;
+
+    fn setup() -> (tempfile::TempDir, Context) {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = Context::new("t", Some(dir.path().to_path_buf()));
+        (dir, ctx)
+    }
+
+    fn read(ctx: &Context, path: &str, offset: usize, limit: usize) -> Result<Output, ToolError> {
+        run(Args { path: path.into(), offset, limit }, ctx)
+    }
+
+    fn numbered(lines: std::ops::RangeInclusive<usize>) -> String {
+        lines.map(|i| format!("{i:>6}\tline {i}\n")).collect()
+    }
+
+    #[test]
+    fn numbers_lines_and_reports_metadata() {
+        let (dir, ctx) = setup();
+        fs::write(dir.path().join("a.txt"), "alpha\nbeta\r\n\ngamma").unwrap();
+        let out = read(&ctx, "a.txt", 1, DEFAULT_LIMIT).unwrap();
+        assert_eq!(out.content, "     1\talpha\n     2\tbeta\n     3\t\n     4\tgamma\n");
+        let meta = out.metadata.unwrap();
+        assert_eq!(meta["path"], "a.txt");
+        assert_eq!(meta["total_lines"], 4);
+        assert_eq!(meta["bytes"], 18);
+        assert_eq!(meta["first_line"], 1);
+        assert_eq!(meta["last_line"], 4);
+        assert_eq!(meta["sha256"], crate::sha256_hex(b"alpha\nbeta\r\n\ngamma"));
+    }
+
+    #[test]
+    fn offset_and_limit_select_lines_and_say_how_to_continue() {
+        let (dir, ctx) = setup();
+        let text: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+        fs::write(dir.path().join("f"), &text).unwrap();
+        let out = read(&ctx, "f", 3, 4).unwrap();
+        assert!(out.content.starts_with(&numbered(3..=6)), "{}", out.content);
+        assert!(out.content.contains("showing lines 3-6 of 10"), "{}", out.content);
+        assert!(out.content.contains("offset=7"), "{}", out.content);
+        let meta = out.metadata.unwrap();
+        assert_eq!(meta["sha256"], crate::sha256_hex(text.as_bytes()), "hash of the whole file");
+        assert_eq!((meta["first_line"].as_u64(), meta["last_line"].as_u64()), (Some(3), Some(6)));
+        // The tail: no continuation note.
+        assert_eq!(read(&ctx, "f", 8, 100).unwrap().content, numbered(8..=10));
+    }
+
+    #[test]
+    fn offset_past_the_end_names_the_line_count() {
+        let (dir, ctx) = setup();
+        fs::write(dir.path().join("f"), "a\nb\nc\n").unwrap();
+        let err = read(&ctx, "f", 4, 10).unwrap_err();
+        assert_eq!(err.code, sdk::INVALID_ARGS);
+        assert!(err.message.contains("3 lines"), "{}", err.message);
+        assert_eq!(read(&ctx, "f", 0, 10).unwrap_err().code, sdk::INVALID_ARGS);
+        assert_eq!(read(&ctx, "f", 1, 0).unwrap_err().code, sdk::INVALID_ARGS);
+    }
+
+    #[test]
+    fn empty_file() {
+        let (dir, ctx) = setup();
+        fs::write(dir.path().join("e"), "").unwrap();
+        let out = read(&ctx, "e", 1, 10).unwrap();
+        assert_eq!(out.content, "(empty file)\n");
+        assert_eq!(out.metadata.unwrap()["total_lines"], 0);
+        assert_eq!(read(&ctx, "e", 2, 10).unwrap_err().code, sdk::INVALID_ARGS);
+    }
+
+    #[test]
+    fn output_is_capped_at_256_kib() {
+        let (dir, ctx) = setup();
+        let line = "x".repeat(999);
+        let text: String = (0..1000).map(|_| format!("{line}\n")).collect();
+        fs::write(dir.path().join("big"), &text).unwrap();
+        let out = read(&ctx, "big", 1, DEFAULT_LIMIT).unwrap();
+        let meta = out.metadata.unwrap();
+        let last = meta["last_line"].as_u64().unwrap();
+        // Each numbered line is 6 + 1 + 999 + 1 bytes.
+        assert_eq!(last, (MAX_OUTPUT / 1007) as u64);
+        assert!(out.content.len() <= MAX_OUTPUT + 200);
+        assert!(
+            out.content.contains(&format!("use offset={} to continue", last + 1)),
+            "{}",
+            &out.content[out.content.len() - 200..]
+        );
+        assert!(out.content.contains("256 KiB output limit"));
+    }
+
+    #[test]
+    fn a_single_huge_line_is_cut() {
+        let (dir, ctx) = setup();
+        fs::write(dir.path().join("min.js"), format!("{}\nnext\n", "y".repeat(300 * 1024))).unwrap();
+        let out = read(&ctx, "min.js", 1, DEFAULT_LIMIT).unwrap();
+        assert!(out.content.len() <= MAX_OUTPUT + 300);
+        assert!(out.content.contains("line 1 was cut"), "{}", &out.content[out.content.len() - 200..]);
+        assert!(out.content.contains("use offset=2 to continue"));
+    }
+
+    #[test]
+    fn bom_is_not_shown() {
+        let (dir, ctx) = setup();
+        fs::write(dir.path().join("b"), "\u{feff}first\nsecond\n").unwrap();
+        assert_eq!(read(&ctx, "b", 1, 10).unwrap().content, "     1\tfirst\n     2\tsecond\n");
+    }
+
+    #[test]
+    fn binary_files_are_refused() {
+        let (dir, ctx) = setup();
+        fs::write(dir.path().join("nul"), b"abc\0def\n").unwrap();
+        fs::write(dir.path().join("latin1"), b"caf\xe9\n").unwrap();
+        let mut late_nul = vec![b'a'; 9000];
+        late_nul.push(0);
+        fs::write(dir.path().join("late"), &late_nul).unwrap();
+        for name in ["nul", "latin1"] {
+            let err = read(&ctx, name, 1, 10).unwrap_err();
+            assert_eq!(err.code, codes::BINARY_FILE, "{name}");
+            assert!(err.message.contains(name), "{}", err.message);
+        }
+        // A NUL past the first 8 KiB is valid UTF-8 text.
+        assert!(read(&ctx, "late", 1, 10).is_ok());
+    }
+
+    #[test]
+    fn missing_directory_and_escape() {
+        let (dir, ctx) = setup();
+        fs::create_dir(dir.path().join("d")).unwrap();
+        let err = read(&ctx, "nope.txt", 1, 10).unwrap_err();
+        assert_eq!(err.code, sdk::NOT_FOUND);
+        assert_eq!(err.message, "nope.txt does not exist");
+        assert_eq!(read(&ctx, "d", 1, 10).unwrap_err().code, codes::IS_DIRECTORY);
+        assert_eq!(read(&ctx, "../x", 1, 10).unwrap_err().code, sdk::PATH_ESCAPE);
+    }
+
+    #[test]
+    fn unknown_arguments_are_refused() {
+        let err = serde_json::from_str::<Args>(r#"{"path": "a", "lines": 3}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
+        let args: Args = serde_json::from_str(r#"{"path": "a"}"#).unwrap();
+        assert_eq!((args.offset, args.limit), (1, DEFAULT_LIMIT));
+    }
+}

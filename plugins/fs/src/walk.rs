@@ -1,0 +1,229 @@
+//! The directory walk shared by `list_dir`, `find_files` and `grep_files`:
+//! iterative (an explicit stack, no recursion), depth-first, directories
+//! before files and each group sorted by name, never following symlinks,
+//! and skipping directories that are almost never what the model wants
+//! (`.git`, `node_modules`, `target`, ...).
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Directory names the walk never enters below its root. The root itself is
+/// walked even when it has one of these names: the model asked for it.
+pub const SKIP_DIRS: &[&str] =
+    &[".git", "node_modules", "target", ".hg", ".svn", "__pycache__", ".venv", "dist", ".idea", ".cache"];
+
+/// What a walked entry is. Symlinks are reported as such, never followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+    /// A symbolic link (to anything; it is not followed).
+    Symlink,
+    /// Something else (socket, fifo, device).
+    Other,
+}
+
+/// One entry found by the walk.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Full path (the root joined with the entry's relative path).
+    pub path: PathBuf,
+    /// Depth below the root: 1 for the root's own entries.
+    pub depth: usize,
+    /// What the entry is (symlinks not followed).
+    pub kind: Kind,
+}
+
+impl Entry {
+    /// The entry's file name.
+    pub fn name(&self) -> String {
+        self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+}
+
+/// An iterator over the entries below a directory. Read errors on
+/// subdirectories are counted ([`Walk::unreadable`]) and the walk goes on.
+#[derive(Debug)]
+pub struct Walk {
+    /// Entries still to yield, the next one last.
+    stack: Vec<Entry>,
+    max_depth: usize,
+    /// Skipped directory names (one per directory skipped).
+    skipped: Vec<String>,
+    unreadable: usize,
+}
+
+impl Walk {
+    /// Walk below `root` down to `max_depth` (1 = the root's entries only).
+    /// Fails only when `root` itself cannot be read.
+    pub fn new(root: &Path, max_depth: usize) -> std::io::Result<Self> {
+        let mut walk = Self { stack: Vec::new(), max_depth, skipped: Vec::new(), unreadable: 0 };
+        let children = read_sorted(root, 1)?;
+        walk.push_children(children);
+        Ok(walk)
+    }
+
+    /// How many directories were skipped because of their name.
+    pub fn skipped_count(&self) -> usize {
+        self.skipped.len()
+    }
+
+    /// The distinct names of the skipped directories, sorted.
+    pub fn skipped_names(&self) -> Vec<String> {
+        let mut names = self.skipped.clone();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// How many subdirectories could not be read.
+    pub fn unreadable(&self) -> usize {
+        self.unreadable
+    }
+
+    /// A one-line note about skipped and unreadable directories, or `None`.
+    pub fn note(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.skipped.is_empty() {
+            parts.push(format!(
+                "skipped {} director{} by name ({}); pass one as `path` to look inside",
+                self.skipped.len(),
+                if self.skipped.len() == 1 { "y" } else { "ies" },
+                self.skipped_names().join(", ")
+            ));
+        }
+        if self.unreadable > 0 {
+            parts.push(format!(
+                "{} director{} could not be read",
+                self.unreadable,
+                if self.unreadable == 1 { "y" } else { "ies" }
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("[{}]", parts.join("; ")))
+    }
+
+    fn push_children(&mut self, children: Vec<Entry>) {
+        // Last pushed is yielded first: push in reverse order.
+        for child in children.into_iter().rev() {
+            if child.kind == Kind::Dir && SKIP_DIRS.contains(&child.name().as_str()) {
+                self.skipped.push(child.name());
+                continue;
+            }
+            self.stack.push(child);
+        }
+    }
+}
+
+impl Iterator for Walk {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        let entry = self.stack.pop()?;
+        if entry.kind == Kind::Dir && entry.depth < self.max_depth {
+            match read_sorted(&entry.path, entry.depth + 1) {
+                Ok(children) => self.push_children(children),
+                Err(_) => self.unreadable += 1,
+            }
+        }
+        Some(entry)
+    }
+}
+
+/// The entries of `dir` at `depth`: directories first, then the rest, each
+/// group sorted by name (byte order).
+fn read_sorted(dir: &Path, depth: usize) -> std::io::Result<Vec<Entry>> {
+    let mut entries: Vec<(bool, OsString, Entry)> = Vec::new();
+    for item in fs::read_dir(dir)? {
+        let Ok(item) = item else { continue };
+        let kind = match item.file_type() {
+            Ok(t) if t.is_symlink() => Kind::Symlink,
+            Ok(t) if t.is_dir() => Kind::Dir,
+            Ok(t) if t.is_file() => Kind::File,
+            _ => Kind::Other,
+        };
+        let name = item.file_name();
+        entries.push((kind != Kind::Dir, name, Entry { path: item.path(), depth, kind }));
+    }
+    entries.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    Ok(entries.into_iter().map(|(_, _, e)| e).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(walk: Walk, root: &Path) -> Vec<String> {
+        walk.map(|e| e.path.strip_prefix(root).unwrap().display().to_string()).collect()
+    }
+
+    #[test]
+    fn dirs_first_sorted_depth_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::create_dir_all(r.join("b/inner")).unwrap();
+        fs::create_dir_all(r.join("a")).unwrap();
+        fs::write(r.join("z.txt"), "").unwrap();
+        fs::write(r.join("c.txt"), "").unwrap();
+        fs::write(r.join("b/x.txt"), "").unwrap();
+        fs::write(r.join("b/inner/deep.txt"), "").unwrap();
+        let all = names(Walk::new(r, usize::MAX).unwrap(), r);
+        assert_eq!(all, ["a", "b", "b/inner", "b/inner/deep.txt", "b/x.txt", "c.txt", "z.txt"]);
+        let shallow = names(Walk::new(r, 1).unwrap(), r);
+        assert_eq!(shallow, ["a", "b", "c.txt", "z.txt"]);
+        let two = names(Walk::new(r, 2).unwrap(), r);
+        assert_eq!(two, ["a", "b", "b/inner", "b/x.txt", "c.txt", "z.txt"]);
+    }
+
+    #[test]
+    fn skips_named_dirs_but_not_files_or_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::create_dir_all(r.join(".git/objects")).unwrap();
+        fs::create_dir_all(r.join("sub/node_modules/pkg")).unwrap();
+        fs::write(r.join("target"), "a file named target").unwrap();
+        fs::write(r.join("sub/node_modules/pkg/i.js"), "").unwrap();
+        let mut walk = Walk::new(r, usize::MAX).unwrap();
+        let seen: Vec<String> =
+            walk.by_ref().map(|e| e.path.strip_prefix(r).unwrap().display().to_string()).collect();
+        assert_eq!(seen, ["sub", "target"]);
+        assert_eq!(walk.skipped_count(), 2);
+        assert_eq!(walk.skipped_names(), [".git", "node_modules"]);
+        assert!(walk.note().unwrap().contains("skipped 2 directories"));
+        // Walking a skipped name explicitly works.
+        let inside =
+            names(Walk::new(&r.join("sub/node_modules"), usize::MAX).unwrap(), &r.join("sub/node_modules"));
+        assert_eq!(inside, ["pkg", "pkg/i.js"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::create_dir_all(r.join("real")).unwrap();
+        fs::write(r.join("real/f"), "").unwrap();
+        std::os::unix::fs::symlink("real", r.join("link")).unwrap();
+        std::os::unix::fs::symlink(".", r.join("real/loop")).unwrap();
+        let entries: Vec<Entry> = Walk::new(r, usize::MAX).unwrap().collect();
+        let shown: Vec<(String, Kind)> =
+            entries.iter().map(|e| (e.path.strip_prefix(r).unwrap().display().to_string(), e.kind)).collect();
+        assert_eq!(
+            shown,
+            [
+                ("real".to_string(), Kind::Dir),
+                ("real/f".to_string(), Kind::File),
+                ("real/loop".to_string(), Kind::Symlink),
+                ("link".to_string(), Kind::Symlink),
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_root_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(Walk::new(&dir.path().join("nope"), 1).unwrap_err().kind(), std::io::ErrorKind::NotFound);
+    }
+}
