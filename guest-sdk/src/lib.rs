@@ -27,7 +27,9 @@
 //! toolhost_guest::export_tools!(tools);
 //! ```
 //!
-//! Build it with `cargo build --target wasm32-wasip2 --release`: the `.wasm`
+//! The crate depends on `toolhost-guest`, `serde` (with `derive`) and
+//! `schemars` (the derives expand to paths in those crates), and is a
+//! `cdylib`. Build it with `cargo build --target wasm32-wasip2 --release`: the `.wasm`
 //! in `target/wasm32-wasip2/release/` is a component the host loads with
 //! `toolhost --plugin FILE.wasm`.
 //!

@@ -27,8 +27,7 @@ and a UTF-8 byte order mark. Errors: `old_string_not_found`, `old_string_not_uni
 pub struct Args {
     /// The file to edit: relative to the work directory, or absolute inside it.
     pub path: String,
-    /// The exact text to replace (not empty). It must occur exactly once
-    /// unless `replace_all` is true.
+    /// The exact text to replace (not empty). It must occur exactly once unless `replace_all` is true.
     pub old_string: String,
     /// The text to put in its place (may be empty to delete).
     pub new_string: String,

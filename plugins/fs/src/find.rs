@@ -31,8 +31,7 @@ pub const MAX_MAX: usize = 5000;
 #[schemars(crate = "toolhost_guest::schemars")]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// Glob pattern, e.g. `**/*.rs` or `*.{js,ts}`. Without a `/` it matches
-    /// file names at any depth.
+    /// Glob pattern, e.g. `**/*.rs` or `*.{js,ts}`. Without a `/` it matches file names at any depth.
     pub pattern: String,
     /// Directory to search, relative to the work directory. Default ".".
     #[serde(default = "dot")]

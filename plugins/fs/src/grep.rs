@@ -44,17 +44,14 @@ const MAX_LINE: usize = 300;
 #[schemars(crate = "toolhost_guest::schemars")]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// Regular expression to search for (Rust regex syntax), e.g.
-    /// `fn\s+main` or `TODO|FIXME`.
+    /// Regular expression to search for (Rust regex syntax), e.g. `fn\s+main` or `TODO|FIXME`.
     pub pattern: String,
-    /// File or directory to search, relative to the work directory.
-    /// Default ".".
+    /// File or directory to search, relative to the work directory. Default ".".
     #[serde(default = "dot")]
     pub path: String,
-    /// Only search files matching this glob, e.g. `*.py` or `src/**/*.rs`.
-    /// Ignored when `path` is a file.
+    /// Only search files matching this glob, e.g. `*.py` or `src/**/*.rs` (a glob without `/` matches file names). Default: all files. Ignored when `path` is a file.
     #[serde(default)]
-    pub glob: Option<String>,
+    pub glob: String,
     /// Maximum number of matching lines to print, 1 to 2000. Default 100.
     #[serde(default = "default_max")]
     #[schemars(range(min = 1, max = 2000))]
@@ -98,7 +95,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         .case_insensitive(args.case_insensitive)
         .build()
         .map_err(|e| ToolError::invalid_args(format!("invalid regex: {e}")))?;
-    let glob = args.glob.as_deref().map(Glob::new).transpose()?;
+    let glob = if args.glob.trim().is_empty() { None } else { Some(Glob::new(&args.glob)?) };
     let root = ctx.resolve(&args.path)?;
     let shown_root = ctx.display(&root);
     let meta = fs::metadata(&root).map_err(|e| io_error(ctx, &e, &root))?;
@@ -296,7 +293,7 @@ mod tests {
         Args {
             pattern: pattern.into(),
             path: ".".into(),
-            glob: None,
+            glob: String::new(),
             max_results: DEFAULT_MAX,
             case_insensitive: false,
         }
@@ -386,14 +383,14 @@ mod tests {
             ("target/d.rs", b"needle"),
             (".git/e.rs", b"needle"),
         ]);
-        let out = grep(&ctx, Args { glob: Some("*.rs".into()), ..args("needle") });
+        let out = grep(&ctx, Args { glob: "*.rs".into(), ..args("needle") });
         assert_eq!(results(&out), ["src/c.rs:1:needle", "a.rs:1:needle"]);
         assert!(out.content.contains("skipped 2 directories"), "{}", out.content);
-        let out = grep(&ctx, Args { glob: Some("src/*".into()), ..args("needle") });
+        let out = grep(&ctx, Args { glob: "src/*".into(), ..args("needle") });
         assert_eq!(results(&out), ["src/b.py:1:needle", "src/c.rs:1:needle"]);
         let out = grep(&ctx, Args { path: "target".into(), ..args("needle") });
         assert_eq!(results(&out), ["target/d.rs:1:needle"]);
-        let out = grep(&ctx, Args { path: "src/b.py".into(), glob: Some("*.rs".into()), ..args("needle") });
+        let out = grep(&ctx, Args { path: "src/b.py".into(), glob: "*.rs".into(), ..args("needle") });
         assert_eq!(results(&out), ["src/b.py:1:needle"], "a file path ignores the glob");
     }
 
@@ -427,10 +424,7 @@ mod tests {
         let err = run(args("(unclosed"), &ctx).unwrap_err();
         assert_eq!(err.code, sdk::INVALID_ARGS);
         assert!(err.message.contains("invalid regex"), "{}", err.message);
-        assert_eq!(
-            run(Args { glob: Some("[".into()), ..args("x") }, &ctx).unwrap_err().code,
-            sdk::INVALID_ARGS
-        );
+        assert_eq!(run(Args { glob: "[".into(), ..args("x") }, &ctx).unwrap_err().code, sdk::INVALID_ARGS);
         assert_eq!(run(Args { max_results: 0, ..args("x") }, &ctx).unwrap_err().code, sdk::INVALID_ARGS);
         assert_eq!(run(Args { max_results: 2001, ..args("x") }, &ctx).unwrap_err().code, sdk::INVALID_ARGS);
         assert_eq!(run(Args { path: "nope".into(), ..args("x") }, &ctx).unwrap_err().code, sdk::NOT_FOUND);

@@ -115,7 +115,34 @@ mod tests {
     }
 
     #[test]
-    fn six_tools_with_unique_names() {
+    fn six_tools() {
         assert_eq!(tools().len(), 6);
+    }
+
+    /// Every property has one plain `type` (the host coerces by it) and a
+    /// description (the model reads it); unknown fields are refused.
+    #[test]
+    fn schemas_type_and_describe_every_property() {
+        use toolhost_guest::schemars::schema_for;
+        let schemas = [
+            ("read_file", schema_for!(read::Args)),
+            ("write_file", schema_for!(write::Args)),
+            ("edit_file", schema_for!(edit::Args)),
+            ("list_dir", schema_for!(list::Args)),
+            ("find_files", schema_for!(find::Args)),
+            ("grep_files", schema_for!(grep::Args)),
+        ];
+        for (tool, schema) in schemas {
+            let schema = schema.to_value();
+            assert_eq!(schema["type"], "object", "{tool}");
+            assert_eq!(schema["additionalProperties"], false, "{tool}");
+            let props = schema["properties"].as_object().unwrap();
+            assert!(!props.is_empty(), "{tool}");
+            for (name, prop) in props {
+                assert!(prop["type"].is_string(), "{tool}.{name}: {prop}");
+                let description = prop["description"].as_str().unwrap_or("");
+                assert!(description.len() > 10 && !description.contains('\n'), "{tool}.{name}: {prop}");
+            }
+        }
     }
 }

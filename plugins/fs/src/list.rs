@@ -28,12 +28,10 @@ pub const MAX_DEPTH: usize = 4;
 #[schemars(crate = "toolhost_guest::schemars")]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The directory to list, relative to the work directory. Default ".",
-    /// the work directory itself.
+    /// The directory to list, relative to the work directory. Default ".", the work directory itself.
     #[serde(default = "dot")]
     pub path: String,
-    /// How many levels to list, 1 to 4. Default 1: only the directory's own
-    /// entries.
+    /// How many levels to list, 1 to 4. Default 1: only the directory's own entries.
     #[serde(default = "one")]
     #[schemars(range(min = 1, max = 4))]
     pub depth: usize,
