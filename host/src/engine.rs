@@ -22,6 +22,9 @@ use crate::error::LoadError;
 /// at most this long after its deadline.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
+/// Low bytes of each freed memory and table slot kept mapped for reuse.
+const KEEP_RESIDENT_BYTES: usize = 4 << 20;
+
 /// The wasmtime version compiled artifacts are tied to (pinned in Cargo.toml).
 pub const WASMTIME_VERSION: &str = "48.0.8";
 
@@ -67,7 +70,14 @@ impl Engine {
             .max_memory_size(4 << 30)
             .max_core_instance_size(16 << 20)
             .max_component_instance_size(16 << 20)
-            .table_elements(100_000);
+            .table_elements(100_000)
+            // A freed slot keeps its low pages mapped and only the pages the
+            // call dirtied are reset (PAGEMAP_SCAN on Linux ≥ 6.7, else a
+            // memset): the next call takes no page faults and no madvise on
+            // them. Measured: no-op median 35 → 22 µs (BENCHMARKS.md).
+            .pagemap_scan(wasmtime::Enabled::Auto)
+            .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+            .table_keep_resident(KEEP_RESIDENT_BYTES);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
 
         let inner = wasmtime::Engine::new(&config).map_err(LoadError::engine)?;

@@ -1,0 +1,206 @@
+//! `bench`: the figures in BENCHMARKS.md.
+//!
+//! ```text
+//! cargo run --release -p toolhost-tests --bin bench [-- noop|read|load|list|grep ...]
+//! ```
+//!
+//! Each figure is the distribution of many runs on this machine; medians and
+//! p99s are reported, not means, because the tails are what a model loop
+//! feels.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost::{EngineSettings, Host, Limits, ToolCall};
+use toolhost_tests::{HOSTILE_WASM, workspace_root};
+
+fn main() {
+    let which: Vec<String> = std::env::args().skip(1).collect();
+    let wants = |name: &str| which.is_empty() || which.iter().any(|w| w == name);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    if which.first().map(String::as_str) == Some("call") {
+        // Ad-hoc: bench call NAME ARGS_JSON (over a work dir with small.txt).
+        let (name, args) = (which[1].clone(), serde_json::from_str(&which[2]).expect("ARGS_JSON"));
+        runtime.block_on(async {
+            let dir = tempfile::tempdir().expect("tempdir");
+            std::fs::write(dir.path().join("small.txt"), "x\n".repeat(500)).expect("write");
+            let host = host_with(dir.path(), true).await;
+            report(&name, timed_calls(&host, &name, args, 3000).await);
+        });
+        return;
+    }
+    runtime.block_on(async {
+        if wants("noop") {
+            noop().await;
+        }
+        if wants("read") {
+            read_small().await;
+        }
+        if wants("load") {
+            load().await;
+        }
+        if wants("grep") {
+            grep().await;
+        }
+    });
+    if wants("list") {
+        list();
+    }
+}
+
+/// Median and p99 of `samples`.
+fn report(label: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    let pick = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    println!(
+        "{label:<44} n={:<6} median {:>9.1?}  p99 {:>9.1?}  min {:>9.1?}",
+        samples.len(),
+        pick(0.5),
+        pick(0.99),
+        samples[0]
+    );
+}
+
+fn bench_cache() -> PathBuf {
+    workspace_root().join("target").join("bench-compile-cache")
+}
+
+async fn host_with(dir: &Path, plugin: bool) -> Host {
+    let mut builder = Host::builder()
+        .work_dir(dir)
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() });
+    if plugin {
+        builder = builder.plugin_file(HOSTILE_WASM);
+    }
+    builder.build().await.expect("host builds")
+}
+
+async fn timed_calls(host: &Host, name: &str, args: serde_json::Value, n: usize) -> Vec<Duration> {
+    for _ in 0..200 {
+        let r = host.execute(ToolCall::new(name, args.clone())).await;
+        assert!(r.ok, "{name}: {:?}", r.error);
+    }
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let call = ToolCall::new(name, args.clone());
+        let started = Instant::now();
+        let r = host.execute(call).await;
+        samples.push(started.elapsed());
+        assert!(r.ok);
+    }
+    samples
+}
+
+async fn noop() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host = host_with(dir.path(), true).await;
+    report("no-op tool through the executor", timed_calls(&host, "noop", json!({}), 5000).await);
+}
+
+async fn read_small() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text: String = (0..40).map(|i| format!("line {i} of a small file\n")).collect();
+    std::fs::write(dir.path().join("small.txt"), text).expect("write");
+    let host = host_with(dir.path(), false).await;
+    let samples = timed_calls(&host, "read_file", json!({"path": "small.txt"}), 3000).await;
+    report("read_file of a 1 KB file", samples);
+}
+
+async fn load() {
+    let mut cold = Vec::new();
+    let mut warm = Vec::new();
+    for _ in 0..5 {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let settings = EngineSettings { cache_dir: Some(cache.path().to_path_buf()), ..EngineSettings::default() };
+        let started = Instant::now();
+        let host = Host::builder().engine_settings(settings.clone()).build().await.expect("build");
+        cold.push(started.elapsed());
+        assert!(host.plugins().iter().all(|p| !p.from_cache()));
+        drop(host);
+        let started = Instant::now();
+        let host = Host::builder().engine_settings(settings).build().await.expect("build");
+        warm.push(started.elapsed());
+        assert!(host.plugins().iter().all(|p| p.from_cache()));
+    }
+    report("load builtins: compile (no cache)", cold);
+    report("load builtins: from the compile cache", warm);
+}
+
+fn list() {
+    let bin = workspace_root().join("target").join("release").join("toolhost");
+    assert!(bin.exists(), "build the binary first: cargo build --release");
+    let run = || {
+        let started = Instant::now();
+        let out = Command::new(&bin).arg("list").output().expect("run toolhost list");
+        assert!(out.status.success());
+        started.elapsed()
+    };
+    for _ in 0..5 {
+        run();
+    }
+    report("`toolhost list` wall time, cached start", (0..100).map(|_| run()).collect());
+}
+
+/// ~10k files, ~100 MB, a rare match in some of them.
+fn generate_tree(root: &Path) {
+    let marker = root.join(".complete");
+    if marker.exists() {
+        return;
+    }
+    let _ = std::fs::remove_dir_all(root);
+    let filler: String = (0..160).map(|i| format!("    let value_{i} = compute(input, {i}); // ordinary code\n")).collect();
+    for d in 0..100 {
+        let dir = root.join(format!("dir{d:03}"));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        for f in 0..100 {
+            let mut text = String::with_capacity(10_500);
+            while text.len() < 10_000 {
+                text.push_str(&filler[..filler.len().min(10_000 - text.len())]);
+            }
+            if (d * 100 + f) % 97 == 0 {
+                text.push_str("\nfn needle_function_xyz() {}\n");
+            }
+            std::fs::write(dir.join(format!("file{f:03}.rs")), text).expect("write");
+        }
+    }
+    std::fs::write(marker, "").expect("marker");
+}
+
+async fn grep() {
+    let tree = workspace_root().join("target").join("bench-tree");
+    generate_tree(&tree);
+    let limits = Limits { timeout: Duration::from_secs(120), ..Limits::default() };
+    let host = Host::builder()
+        .work_dir(&tree)
+        .limits(limits)
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+        .build()
+        .await
+        .expect("host");
+    let args = json!({"pattern": "needle_function_[a-z]+", "max_results": 2000});
+    let mut ours = Vec::new();
+    let mut matches = 0;
+    for _ in 0..7 {
+        let started = Instant::now();
+        let r = host.execute(ToolCall::new("grep_files", args.clone())).await;
+        ours.push(started.elapsed());
+        assert!(r.ok, "{:?}", r.error);
+        matches = r.output.lines().filter(|l| l.contains("needle_function_xyz")).count();
+    }
+    let mut theirs = Vec::new();
+    for _ in 0..7 {
+        let started = Instant::now();
+        let out = Command::new("grep")
+            .args(["-rn", "-E", "needle_function_[a-z]+", "."])
+            .current_dir(&tree)
+            .output()
+            .expect("grep");
+        theirs.push(started.elapsed());
+        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), matches, "grep and grep_files disagree");
+    }
+    println!("tree: 10,000 files, ~100 MB, {matches} matching lines");
+    report("grep_files over the tree", ours);
+    report("grep -rn over the same tree", theirs);
+}
