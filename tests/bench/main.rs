@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo run --release -p toolhost-tests --bin bench [-- noop|read|load|list|grep ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -17,7 +17,8 @@ use toolhost::{EngineSettings, Host, Limits, ToolCall};
 use toolhost_tests::{HOSTILE_WASM, workspace_root};
 
 fn main() {
-    let which: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo bench` passes `--bench`; the rest names what to run (all if none).
+    let which: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let wants = |name: &str| which.is_empty() || which.iter().any(|w| w == name);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     if which.first().map(String::as_str) == Some("call") {
