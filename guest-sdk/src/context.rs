@@ -39,28 +39,16 @@ impl Context {
     /// sandbox, which refuses anything outside the preopened directory,
     /// including through symlinks.
     pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
-        let root = self.work_dir()?;
+        let root = normalize(self.work_dir()?).ok_or_else(|| ToolError::path_escape("the work directory"))?;
         if path.contains('\0') {
             return Err(ToolError::invalid_args("path contains a NUL byte"));
         }
         let given = Path::new(path);
         let joined = if given.is_absolute() { given.to_path_buf() } else { root.join(given) };
-        let mut out = PathBuf::new();
-        for part in joined.components() {
-            match part {
-                Component::ParentDir => {
-                    if !out.pop() {
-                        return Err(ToolError::path_escape(path));
-                    }
-                }
-                Component::CurDir => {}
-                other => out.push(other),
-            }
+        match normalize(&joined) {
+            Some(out) if out.starts_with(&root) => Ok(out),
+            _ => Err(ToolError::path_escape(path)),
         }
-        if !out.starts_with(root) {
-            return Err(ToolError::path_escape(path));
-        }
-        Ok(out)
     }
 
     /// `path` as the model should see it: relative to the work dir (`.` for
@@ -72,6 +60,24 @@ impl Context {
             None => path.display().to_string(),
         }
     }
+}
+
+/// Lexically drop `.` and resolve `..`; `None` when `..` climbs above the
+/// start of the path.
+fn normalize(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -96,6 +102,16 @@ mod tests {
             let err = ctx().resolve(p).unwrap_err();
             assert_eq!(err.code, codes::PATH_ESCAPE, "{p}");
         }
+    }
+
+    #[test]
+    fn a_relative_or_unnormalized_work_dir_works_too() {
+        let dot = Context::new("c", Some(PathBuf::from(".")));
+        assert_eq!(dot.resolve("a.txt").unwrap(), PathBuf::from("a.txt"));
+        assert_eq!(dot.resolve(".").unwrap(), PathBuf::from(""));
+        assert_eq!(dot.resolve("../x").unwrap_err().code, codes::PATH_ESCAPE);
+        let odd = Context::new("c", Some(PathBuf::from("/work/./proj/sub/..")));
+        assert_eq!(odd.resolve("a").unwrap(), PathBuf::from("/work/proj/a"));
     }
 
     #[test]

@@ -67,8 +67,8 @@ where
         destructive: false,
         timeout_ms: None,
         run: Box::new(move |json, ctx| {
-            let args: A = serde_json::from_str(json)
-                .map_err(|e| ToolError::invalid_args(format!("arguments: {e}")))?;
+            let args: A =
+                serde_json::from_str(json).map_err(|e| ToolError::invalid_args(format!("arguments: {e}")))?;
             run(args, ctx)
         }),
     }

@@ -18,7 +18,7 @@ must occur exactly once unless `replace_all` is true: include enough surrounding
 endings are handled for you: in a CRLF file, write `\\n` and it matches `\\r\\n`; the file keeps its line endings \
 and a UTF-8 byte order mark. Errors: `old_string_not_found`, `old_string_not_unique` (with the count), \
 `no_op_edit` (old and new are equal), `binary_file`, `not_found` (use write_file to create a file), \
-`forbidden_path` (.git, toolhost configuration). The write is atomic and keeps permission bits.";
+`forbidden_path` (.git, toolhost configuration). The write is atomic and keeps the permission bits.";
 
 /// Arguments of `edit_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -54,6 +54,9 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     let meta = std::fs::metadata(&path).map_err(|e| io_error(ctx, &e, &path))?;
     if meta.is_dir() {
         return Err(ToolError::new(codes::IS_DIRECTORY, format!("{shown} is a directory")));
+    }
+    if !meta.is_file() {
+        return Err(ToolError::invalid_args(format!("{shown} is not a regular file")));
     }
     let raw = std::fs::read(&path).map_err(|e| io_error(ctx, &e, &path))?;
     if raw[..raw.len().min(8 * 1024)].contains(&0) {

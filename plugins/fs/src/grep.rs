@@ -130,8 +130,12 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         }
         walk_note = walk.note();
         skipped_dirs = walk.skipped_names();
-    } else {
+    } else if meta.is_file() {
         search.file(&root);
+    } else {
+        return Err(ToolError::invalid_args(format!(
+            "{shown_root} is neither a regular file nor a directory"
+        )));
     }
 
     let shown = search.matches.min(search.max);
@@ -184,22 +188,33 @@ impl Search<'_> {
             self.unreadable += 1;
             return;
         };
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        if len > MAX_FILE {
-            self.large += 1;
-            return;
-        }
-        self.buf.clear();
-        // `len` fits: it is at most MAX_FILE.
-        self.buf.reserve(usize::try_from(len).unwrap_or(0) + 1);
-        if (&mut file).take(MAX_FILE + 1).read_to_end(&mut self.buf).is_err() {
+        let Ok(meta) = file.metadata() else {
             self.unreadable += 1;
             return;
-        }
-        if self.buf.len() as u64 > MAX_FILE {
+        };
+        if meta.len() > MAX_FILE {
             self.large += 1;
             return;
         }
+        // Read exactly the size seen by `stat`: no extra read to find the
+        // end, which counts when every call crosses the sandbox. (A file
+        // growing meanwhile is searched up to that size.)
+        let len = usize::try_from(meta.len()).unwrap_or(0);
+        self.buf.clear();
+        self.buf.resize(len, 0);
+        let mut filled = 0;
+        while filled < len {
+            match file.read(&mut self.buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.unreadable += 1;
+                    return;
+                }
+            }
+        }
+        self.buf.truncate(filled);
         if self.buf[..self.buf.len().min(BINARY_PROBE)].contains(&0) {
             self.binary += 1;
             return;

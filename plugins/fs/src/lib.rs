@@ -49,10 +49,6 @@ pub fn tools() -> Vec<Tool> {
     ]
 }
 
-// Only the wasm build is a component. Natively (unit tests) the export names,
-// which contain `:` and `@`, are not valid symbols in a linker version script,
-// so the `cdylib` would not link.
-#[cfg(target_arch = "wasm32")]
 toolhost_guest::export_tools!(tools);
 
 /// Lowercase hex SHA-256 of `bytes`.

@@ -68,6 +68,10 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
             format!("{shown} is a directory; use list_dir to see its entries"),
         ));
     }
+    if !meta.is_file() {
+        // A FIFO or device would block or never end.
+        return Err(ToolError::invalid_args(format!("{shown} is not a regular file")));
+    }
     let file = File::open(&path).map_err(|e| io_error(ctx, &e, &path))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
 
@@ -304,6 +308,20 @@ mod tests {
         assert_eq!(err.message, "nope.txt does not exist");
         assert_eq!(read(&ctx, "d", 1, 10).unwrap_err().code, codes::IS_DIRECTORY);
         assert_eq!(read(&ctx, "../x", 1, 10).unwrap_err().code, sdk::PATH_ESCAPE);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn fifos_are_refused_not_read() {
+        let (dir, ctx) = setup();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            return; // no mkfifo here
+        }
+        let err = read(&ctx, "pipe", 1, 10).unwrap_err();
+        assert_eq!(err.code, sdk::INVALID_ARGS);
+        assert!(err.message.contains("not a regular file"), "{}", err.message);
     }
 
     #[test]

@@ -14,10 +14,10 @@ use crate::paths::{io_error, resolve_for_write};
 
 /// The tool description the model reads.
 pub const DESCRIPTION: &str = "Create a file or replace its whole content. Parent directories are created as \
-needed. The write is atomic (a temporary file renamed over the target) and an existing file keeps its permission \
-bits. Prefer edit_file to change part of an existing file; read a file before overwriting it. Refuses directories \
-(`is_directory`), anything inside .git and the toolhost configuration (`forbidden_path`). Paths are relative to the \
-work directory.";
+needed. The write is atomic (a temporary file renamed over the target) and an existing file keeps its permission bits. Writing through a symlink writes the \
+file it points to. Prefer edit_file to change part of an existing file; read a file before overwriting it. \
+Refuses directories (`is_directory`), anything inside .git and the toolhost configuration (`forbidden_path`). \
+Paths are relative to the work directory.";
 
 /// Arguments of `write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -59,6 +59,9 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
 /// bits when it existed, then renamed over `path`. Creates the parent
 /// directories. Returns the old file's size, or `None` when it was created.
 /// The temporary file never survives, whatever fails.
+///
+/// WASI 0.2 has no `chmod`: the permission bits are copied by the host
+/// (`toolhost_guest::fs::copy_permissions`), confined to the work dir.
 pub fn write_atomic(ctx: &Context, path: &Path, bytes: &[u8]) -> Result<Option<u64>, ToolError> {
     let shown = ctx.display(path);
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
@@ -70,6 +73,9 @@ pub fn write_atomic(ctx: &Context, path: &Path, bytes: &[u8]) -> Result<Option<u
                 codes::IS_DIRECTORY,
                 format!("{shown} is a directory; give a file path"),
             ));
+        }
+        Ok(meta) if !meta.is_file() => {
+            return Err(ToolError::invalid_args(format!("{shown} is not a regular file")));
         }
         Ok(meta) => Some(meta),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -83,9 +89,8 @@ pub fn write_atomic(ctx: &Context, path: &Path, bytes: &[u8]) -> Result<Option<u
         file.write_all(bytes)?;
         ignore_unsupported(file.sync_all())?;
         drop(file);
-        if let Some(old) = &old {
-            // WASI has no permission bits to set: the host keeps the mode.
-            ignore_unsupported(fs::set_permissions(&temp.0, old.permissions()))?;
+        if old.is_some() {
+            toolhost_guest::fs::copy_permissions(path, &temp.0)?;
         }
         fs::rename(&temp.0, path)
     })();
