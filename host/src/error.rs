@@ -24,6 +24,8 @@ pub mod codes {
     pub const TRAP: &str = "trap";
     /// The tool returned something malformed (bad metadata JSON, …).
     pub const BAD_OUTPUT: &str = "bad_output";
+    /// `read_output` has no stored output for that call id (evicted).
+    pub const OUTPUT_NOT_FOUND: &str = "output_not_found";
     /// The host could not run the call (instance slots exhausted, …).
     pub const HOST_ERROR: &str = "host_error";
 }

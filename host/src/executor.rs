@@ -17,7 +17,10 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{CallError, codes};
 use crate::host::Host;
 use crate::output::{Omitted, clamp};
+use crate::plugin::Plugin;
+use crate::registry::Runner;
 use crate::sandbox::{self, CallSpec, FsGrant};
+use crate::spec::ToolSpec;
 
 /// A request to run one tool.
 #[derive(Debug, Clone)]
@@ -102,6 +105,13 @@ impl ToolResult {
     }
 }
 
+/// A successful run, before the output budgets apply.
+struct RawOutput {
+    content: String,
+    display: Option<String>,
+    metadata: Option<Value>,
+}
+
 impl Host {
     /// Run one call. Never fails: unknown tools, bad arguments, traps, limits
     /// and cancellation all come back as a failed [`ToolResult`].
@@ -115,34 +125,23 @@ impl Host {
             return ToolResult::failed(call_id, CallError::new(codes::CANCELLED, ""), started);
         }
         let args = match tool.args().prepare(call.args) {
-            Ok(args) => args.to_string(),
+            Ok(args) => args,
             Err(err) => return ToolResult::failed(call_id, err, started),
         };
-        let spec = tool.spec();
-        let limits = self.limits();
-        let fs = match self.work_dir() {
-            Some(dir) => FsGrant::WorkDir { dir: dir.to_path_buf(), writable: !spec.read_only },
-            None => FsGrant::None,
+        let run = match tool.runner() {
+            Runner::Native(native) => native.call(self, args).map(|out| RawOutput {
+                content: out.content,
+                display: None,
+                metadata: out.metadata,
+            }),
+            Runner::Wasm(plugin) => self.run_wasm(plugin, tool.spec(), &args, &call_id, &call.cancel).await,
         };
-        let _permit = self.call_slot().await;
-        let run = sandbox::run(
-            tool.plugin(),
-            CallSpec {
-                tool: &spec.name,
-                args_json: &args,
-                call_id: &call_id,
-                fs: &fs,
-                limits,
-                deadline: limits.deadline_for(spec.timeout_ms),
-                cancel: &call.cancel,
-            },
-        )
-        .await;
         let output = match run {
             Ok(output) => output,
             Err(err) => return ToolResult::failed(call_id, err, started),
         };
 
+        let limits = self.limits();
         let size = output.content.len() + output.display.as_ref().map_or(0, String::len);
         if size > limits.output_bytes {
             let err = CallError::new(
@@ -151,15 +150,6 @@ impl Host {
             );
             return ToolResult::failed(call_id, err, started);
         }
-        let metadata = match output.metadata.as_deref().map(serde_json::from_str::<Value>) {
-            None => None,
-            Some(Ok(value)) => Some(value),
-            Some(Err(e)) => {
-                let err = CallError::new(codes::BAD_OUTPUT, format!("the tool's metadata is not JSON: {e}"));
-                return ToolResult::failed(call_id, err, started);
-            }
-        };
-
         let (text, omitted) = clamp(&output.content, limits.clamp_bytes, &call_id);
         self.outputs().put(&call_id, Arc::from(output.content));
         ToolResult {
@@ -168,9 +158,58 @@ impl Host {
             output: text,
             error: None,
             display: output.display,
-            metadata,
+            metadata: output.metadata,
             omitted,
             duration: started.elapsed(),
         }
+    }
+
+    /// Run a component's tool in a fresh sandbox: the work dir (read-only
+    /// for read-only tools), the limits, the merged deadline and cancellation.
+    async fn run_wasm(
+        &self,
+        plugin: &Plugin,
+        spec: &ToolSpec,
+        args: &Value,
+        call_id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<RawOutput, CallError> {
+        let limits = self.limits();
+        let fs = match self.work_dir() {
+            Some(dir) => FsGrant::WorkDir { dir: dir.to_path_buf(), writable: !spec.read_only },
+            None => FsGrant::None,
+        };
+        let args_json = args.to_string();
+        // Waiting for a free instance slot is part of the call: cancellation
+        // ends the wait too.
+        let _slot = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(CallError::new(codes::CANCELLED, "")),
+            slot = self.call_slot() => slot,
+        };
+        let output = sandbox::run(
+            plugin,
+            CallSpec {
+                tool: &spec.name,
+                args_json: &args_json,
+                call_id,
+                fs: &fs,
+                limits,
+                deadline: limits.deadline_for(spec.timeout_ms),
+                cancel,
+            },
+        )
+        .await?;
+        let metadata = match output.metadata.as_deref().map(serde_json::from_str::<Value>) {
+            None => None,
+            Some(Ok(value)) => Some(value),
+            Some(Err(e)) => {
+                return Err(CallError::new(
+                    codes::BAD_OUTPUT,
+                    format!("the tool's metadata is not JSON: {e}"),
+                ));
+            }
+        };
+        Ok(RawOutput { content: output.content, display: output.display, metadata })
     }
 }

@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 
+use crate::native::READ_OUTPUT;
+
 /// Share of the clamp budget given to the head; the tail gets the rest,
 /// since errors and summaries tend to come last.
 const HEAD_SHARE: f64 = 0.4;
@@ -43,8 +45,10 @@ pub fn clamp(text: &str, max_bytes: usize, call_id: &str) -> (String, Option<Omi
     }
     let middle = &text[head_end..tail_start];
     let omitted = Omitted { lines: middle.matches('\n').count(), bytes: middle.len() };
+    let first_omitted = text[..head_end].matches('\n').count() + 1;
     let marker = format!(
-        "\n[... {} lines ({} bytes) omitted from the middle; the full output is kept under call id {call_id} ...]\n",
+        "\n[... {} lines ({} bytes) omitted from the middle. To see them, call {READ_OUTPUT} with \
+         {{\"call_id\": \"{call_id}\", \"offset\": {first_omitted}}} or with a \"pattern\" ...]\n",
         omitted.lines, omitted.bytes
     );
     let mut out = String::with_capacity(head_end + marker.len() + text.len() - tail_start);
@@ -83,10 +87,7 @@ struct Inner {
 impl OutputStore {
     /// A store holding at most `max_bytes` of output in total.
     pub fn new(max_bytes: usize) -> Self {
-        Self {
-            inner: Mutex::new(Inner { entries: LruCache::unbounded(), bytes: 0 }),
-            max_bytes,
-        }
+        Self { inner: Mutex::new(Inner { entries: LruCache::unbounded(), bytes: 0 }), max_bytes }
     }
 
     /// Keep `output` under `call_id` (replacing an earlier one). An output
@@ -136,7 +137,9 @@ mod tests {
         let omitted = omitted.unwrap();
         assert!(out.starts_with("line 0\nline 1\n"));
         assert!(out.ends_with("line 999\n"));
-        assert!(out.contains("omitted from the middle; the full output is kept under call id c7"));
+        assert!(
+            out.contains("omitted from the middle. To see them, call read_output with {\"call_id\": \"c7\"")
+        );
         // Every kept line is whole, and kept + omitted = all.
         let kept: Vec<&str> = out.lines().filter(|l| l.starts_with("line ")).collect();
         assert!(kept.iter().all(|l| l[5..].parse::<u32>().is_ok()), "a line was cut");

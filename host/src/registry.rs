@@ -7,15 +7,25 @@ use std::sync::Arc;
 
 use crate::args::ArgsSchema;
 use crate::error::LoadError;
+use crate::native::NativeTool;
 use crate::plugin::Plugin;
 use crate::spec::{ToolDefinition, ToolSpec};
 
-/// One registered tool: its spec, its compiled argument schema, and the
-/// plugin that runs it.
+/// What runs a tool: a component, or the host itself.
+#[derive(Clone)]
+pub(crate) enum Runner {
+    /// A tool of a WebAssembly plugin, run in a fresh sandbox per call.
+    Wasm(Arc<Plugin>),
+    /// A tool the host implements (`read_output`): it only reads host state.
+    Native(Arc<dyn NativeTool>),
+}
+
+/// One registered tool: its spec, its compiled argument schema, and what
+/// runs it.
 pub struct Tool {
     spec: ToolSpec,
     args: ArgsSchema,
-    plugin: Arc<Plugin>,
+    runner: Runner,
 }
 
 impl Tool {
@@ -24,15 +34,33 @@ impl Tool {
         &self.spec
     }
 
-    /// The plugin that provides it.
-    pub fn plugin(&self) -> &Arc<Plugin> {
-        &self.plugin
+    /// The plugin that provides it, unless the host implements it.
+    pub fn plugin(&self) -> Option<&Arc<Plugin>> {
+        match &self.runner {
+            Runner::Wasm(plugin) => Some(plugin),
+            Runner::Native(_) => None,
+        }
+    }
+
+    /// Where the tool comes from: the plugin's name, or `builtin:host`.
+    pub fn source(&self) -> &str {
+        match &self.runner {
+            Runner::Wasm(plugin) => plugin.name(),
+            Runner::Native(_) => NATIVE_SOURCE,
+        }
+    }
+
+    pub(crate) fn runner(&self) -> &Runner {
+        &self.runner
     }
 
     pub(crate) fn args(&self) -> &ArgsSchema {
         &self.args
     }
 }
+
+/// The source shown for tools the host implements itself.
+pub const NATIVE_SOURCE: &str = "builtin:host";
 
 /// Tools by name, in sorted order.
 #[derive(Default)]
@@ -50,12 +78,22 @@ impl Registry {
     /// them when a name is already taken (`duplicate_tool: NAME`) or a
     /// schema does not compile.
     pub fn register(&mut self, plugin: Arc<Plugin>) -> Result<(), LoadError> {
-        let mut staged = Vec::with_capacity(plugin.tools().len());
-        for spec in plugin.tools() {
-            if self.tools.contains_key(&spec.name) || staged.iter().any(|t: &Tool| t.spec.name == spec.name) {
-                return Err(LoadError::DuplicateTool(spec.name.clone()));
+        let runner = Runner::Wasm(plugin.clone());
+        self.register_all(plugin.tools().iter().map(|spec| (spec.clone(), runner.clone())).collect())
+    }
+
+    /// Register a tool the host implements.
+    pub(crate) fn register_native(&mut self, tool: Arc<dyn NativeTool>) -> Result<(), LoadError> {
+        self.register_all(vec![(tool.spec(), Runner::Native(tool))])
+    }
+
+    fn register_all(&mut self, tools: Vec<(ToolSpec, Runner)>) -> Result<(), LoadError> {
+        let mut staged: Vec<Tool> = Vec::with_capacity(tools.len());
+        for (spec, runner) in tools {
+            if self.tools.contains_key(&spec.name) || staged.iter().any(|t| t.spec.name == spec.name) {
+                return Err(LoadError::DuplicateTool(spec.name));
             }
-            staged.push(Tool { spec: spec.clone(), args: spec.compile_args()?, plugin: plugin.clone() });
+            staged.push(Tool { args: spec.compile_args()?, spec, runner });
         }
         for tool in staged {
             self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
