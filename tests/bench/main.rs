@@ -114,7 +114,8 @@ async fn load() {
     let mut warm = Vec::new();
     for _ in 0..5 {
         let cache = tempfile::tempdir().expect("tempdir");
-        let settings = EngineSettings { cache_dir: Some(cache.path().to_path_buf()), ..EngineSettings::default() };
+        let settings =
+            EngineSettings { cache_dir: Some(cache.path().to_path_buf()), ..EngineSettings::default() };
         let started = Instant::now();
         let host = Host::builder().engine_settings(settings.clone()).build().await.expect("build");
         cold.push(started.elapsed());
@@ -151,7 +152,8 @@ fn generate_tree(root: &Path) {
         return;
     }
     let _ = std::fs::remove_dir_all(root);
-    let filler: String = (0..160).map(|i| format!("    let value_{i} = compute(input, {i}); // ordinary code\n")).collect();
+    let filler: String =
+        (0..160).map(|i| format!("    let value_{i} = compute(input, {i}); // ordinary code\n")).collect();
     for d in 0..100 {
         let dir = root.join(format!("dir{d:03}"));
         std::fs::create_dir_all(&dir).expect("mkdir");
@@ -199,7 +201,11 @@ async fn grep() {
             .output()
             .expect("grep");
         theirs.push(started.elapsed());
-        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), matches, "grep and grep_files disagree");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).lines().count(),
+            matches,
+            "grep and grep_files disagree"
+        );
     }
     println!("tree: 10,000 files, ~100 MB, {matches} matching lines");
     report("grep_files over the tree", ours);

@@ -87,11 +87,7 @@ async fn paths_outside_the_work_dir_are_refused() {
     for path in ["../../etc/passwd", "/etc/passwd", "etc_link/passwd", "passwd_link", "relative_link"] {
         let r = call(&host, "read_path", json!({"path": path})).await;
         assert!(!r.ok, "{path} was readable: {}", r.output);
-        assert!(
-            matches!(code(&r), "access_denied" | "not_found"),
-            "{path}: unexpected {:?}",
-            r.error
-        );
+        assert!(matches!(code(&r), "access_denied" | "not_found"), "{path}: unexpected {:?}", r.error);
         still_serves(&host).await;
     }
     let r = call(&host, "read_path", json!({"path": "inside.txt"})).await;
@@ -172,7 +168,12 @@ async fn cancellation_during_a_call_stops_the_guest() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_hostile_calls_at_once_leave_the_host_serving() {
-    let limits = Limits { fuel: 50_000_000, memory_bytes: 16 << 20, timeout: Duration::from_secs(10), ..Limits::default() };
+    let limits = Limits {
+        fuel: 50_000_000,
+        memory_bytes: 16 << 20,
+        timeout: Duration::from_secs(10),
+        ..Limits::default()
+    };
     let (host, _dir) = hostile_host(limits).await;
     let host = std::sync::Arc::new(host);
     let mut tasks = Vec::new();

@@ -92,9 +92,7 @@ fn raw(ctx: &Context, path: &str) -> Result<std::path::PathBuf, ToolError> {
 
 fn read_path(args: RawPath, ctx: &Context) -> Result<Output, ToolError> {
     let path = raw(ctx, &args.path)?;
-    std::fs::read_to_string(&path)
-        .map(Output::text)
-        .map_err(|e| ToolError::io(&e, Path::new(&args.path)))
+    std::fs::read_to_string(&path).map(Output::text).map_err(|e| ToolError::io(&e, Path::new(&args.path)))
 }
 
 fn write_path(args: RawPath, ctx: &Context) -> Result<Output, ToolError> {
