@@ -195,9 +195,14 @@ mod tests {
 
     #[test]
     fn nothing_else_is_guessed() {
-        for bad in [json!({"path": "a", "limit": ""}), json!({"path": "a", "limit": "3.0"}),
-                    json!({"path": "a", "all": "yes"}), json!({"path": "a", "all": "True"}),
-                    json!({"path": "a", "ratio": "1e3"}), json!({"path": "a", "limit": " 3"})] {
+        for bad in [
+            json!({"path": "a", "limit": ""}),
+            json!({"path": "a", "limit": "3.0"}),
+            json!({"path": "a", "all": "yes"}),
+            json!({"path": "a", "all": "True"}),
+            json!({"path": "a", "ratio": "1e3"}),
+            json!({"path": "a", "limit": " 3"}),
+        ] {
             let err = schema().prepare(bad.clone()).unwrap_err();
             assert_eq!(err.code, codes::INVALID_ARGS, "{bad}");
         }

@@ -3,7 +3,9 @@
 #![allow(missing_docs, unreachable_pub)]
 
 wasmtime::component::bindgen!({
-    world: "plugin",
+    // The largest world: a component of a smaller one (`plugin`) links too.
+    world: "networked-plugin",
     path: "../wit",
+    imports: { "toolhost:plugin/fetch.fetch": async },
     exports: { default: async },
 });

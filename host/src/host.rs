@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmtime::component::Linker;
 
-use crate::bindings::Plugin as PluginWorld;
+use crate::bindings::NetworkedPlugin as PluginWorld;
 use crate::builtins;
 use crate::engine::{Engine, EngineSettings};
 use crate::error::LoadError;
@@ -77,7 +77,8 @@ impl Host {
     /// Look at a component file the way `toolhost inspect` does: hash,
     /// imports, tools, and why it would be refused, without registering it.
     pub async fn inspect(engine: &Engine, path: &Path) -> Result<crate::plugin::Inspection, LoadError> {
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Read { path: path.display().to_string(), source })?;
+        let bytes = std::fs::read(path)
+            .map_err(|source| LoadError::Read { path: path.display().to_string(), source })?;
         crate::plugin::inspect(engine, &linker(engine.wasmtime())?, &path.display().to_string(), &bytes).await
     }
 
@@ -191,6 +192,9 @@ impl HostBuilder {
             let plugin = Arc::new(Plugin::load(&engine, &linker, &name, &bytes).await?);
             registry.register(plugin.clone())?;
             loaded.push(plugin);
+        }
+        if !no_builtins {
+            registry.register_native(Arc::new(crate::native::ReadOutput))?;
         }
         if let Some(allow) = allow {
             let unknown = registry.retain(&allow);

@@ -23,15 +23,20 @@
 //! ```
 
 pub mod args;
+pub mod batch;
 mod bindings;
 mod builtins;
 mod cache;
 pub mod engine;
 pub mod error;
 pub mod executor;
+mod files;
+pub mod fetch;
 mod host;
 mod ids;
 pub mod limits;
+pub mod mcp;
+mod native;
 pub mod output;
 mod pipe;
 pub mod plugin;
@@ -44,5 +49,7 @@ pub use error::{CallError, LoadError, codes};
 pub use executor::{ToolCall, ToolResult};
 pub use host::{Host, HostBuilder};
 pub use limits::Limits;
+pub use mcp::{ToolhostServer, serve_stdio};
+pub use native::READ_OUTPUT;
 pub use spec::{ToolDefinition, ToolSpec};
 pub use tokio_util::sync::CancellationToken;

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::Store;
 use wasmtime::component::Linker;
 
-use crate::bindings::PluginPre;
+use crate::bindings::NetworkedPluginPre as PluginPre;
 use crate::engine::Engine;
 use crate::error::LoadError;
 use crate::limits::Limits;
@@ -44,13 +44,21 @@ pub struct Plugin {
 
 impl std::fmt::Debug for Plugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Plugin").field("name", &self.name).field("sha256", &self.sha256).finish_non_exhaustive()
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("sha256", &self.sha256)
+            .finish_non_exhaustive()
     }
 }
 
 impl Plugin {
     /// Load the component `bytes` under the display name `name`.
-    pub async fn load(engine: &Engine, linker: &Linker<CallState>, name: &str, bytes: &[u8]) -> Result<Self, LoadError> {
+    pub async fn load(
+        engine: &Engine,
+        linker: &Linker<CallState>,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<Self, LoadError> {
         let sha256 = hex::encode(Sha256::digest(bytes));
         let loaded = engine.component(bytes, &sha256)?;
         let component = loaded.component;
@@ -58,9 +66,9 @@ impl Plugin {
         let imports = imports_of(engine.wasmtime(), &component);
         check_imports(&imports)?;
 
-        let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
-            LoadError::BadPlugin(format!("{name}: cannot link the component: {:#}", e))
-        })?;
+        let instance_pre = linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::BadPlugin(format!("{name}: cannot link the component: {:#}", e)))?;
         let pre = PluginPre::new(instance_pre).map_err(|e| {
             LoadError::BadPlugin(format!(
                 "{name}: it does not export the toolhost:plugin/tools interface (0.1.0): {e:#}"
@@ -120,11 +128,8 @@ impl Plugin {
 
 /// The import names of `component`, sorted.
 pub fn imports_of(engine: &wasmtime::Engine, component: &wasmtime::component::Component) -> Vec<String> {
-    let mut names: Vec<String> = component
-        .component_type()
-        .imports(engine)
-        .map(|(name, _)| name.to_string())
-        .collect();
+    let mut names: Vec<String> =
+        component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect();
     names.sort();
     names
 }
@@ -147,7 +152,11 @@ pub fn check_imports(imports: &[String]) -> Result<(), LoadError> {
 
 /// Instantiate once, with default limits and no filesystem, to ask the
 /// component for its tools; validate each spec.
-async fn list_tools(engine: &wasmtime::Engine, pre: &PluginPre<CallState>, name: &Arc<str>) -> Result<Vec<ToolSpec>, LoadError> {
+async fn list_tools(
+    engine: &wasmtime::Engine,
+    pre: &PluginPre<CallState>,
+    name: &Arc<str>,
+) -> Result<Vec<ToolSpec>, LoadError> {
     let limits = Limits::default();
     let state = CallState::new(
         name.clone(),
@@ -169,7 +178,9 @@ async fn list_tools(engine: &wasmtime::Engine, pre: &PluginPre<CallState>, name:
     };
     let raw = tokio::time::timeout(limits.timeout, listing)
         .await
-        .map_err(|_| LoadError::BadPlugin(format!("{name}: listing its tools took longer than {:?}", limits.timeout)))?
+        .map_err(|_| {
+            LoadError::BadPlugin(format!("{name}: listing its tools took longer than {:?}", limits.timeout))
+        })?
         .map_err(bad)?;
     raw.into_iter().map(ToolSpec::from_wit).collect()
 }
@@ -191,7 +202,12 @@ pub struct Inspection {
 
 /// Look at a component: hash, imports, and (if it would load) its tools.
 /// Fails only when the bytes are not a component at all.
-pub async fn inspect(engine: &Engine, linker: &Linker<CallState>, name: &str, bytes: &[u8]) -> Result<Inspection, LoadError> {
+pub async fn inspect(
+    engine: &Engine,
+    linker: &Linker<CallState>,
+    name: &str,
+    bytes: &[u8],
+) -> Result<Inspection, LoadError> {
     let sha256 = hex::encode(Sha256::digest(bytes));
     let component = engine.component(bytes, &sha256)?.component;
     let imports = imports_of(engine.wasmtime(), &component);

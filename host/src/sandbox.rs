@@ -69,6 +69,7 @@ pub struct CallSpec<'a> {
 
 /// Per-call store state: the WASI context and everything the limits track.
 pub struct CallState {
+    fs: FsGrant,
     wasi: WasiCtx,
     table: ResourceTable,
     limiter: MemoryLimiter,
@@ -96,6 +97,7 @@ impl CallState {
             })?;
         }
         Ok(Self {
+            fs: fs.clone(),
             wasi: wasi.build(),
             table: ResourceTable::new(),
             limiter: MemoryLimiter { cap: limits.memory_bytes, refused: false },
@@ -103,6 +105,13 @@ impl CallState {
             call_id: call_id.to_string(),
             log_lines: 0,
         })
+    }
+}
+
+impl CallState {
+    /// The filesystem capability of this call.
+    pub(crate) fn fs(&self) -> &FsGrant {
+        &self.fs
     }
 }
 
@@ -144,7 +153,12 @@ struct MemoryLimiter {
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.cap {
             self.refused = true;
             return Ok(false);
@@ -152,7 +166,12 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= 1_000_000)
     }
 }
@@ -162,7 +181,8 @@ impl ResourceLimiter for MemoryLimiter {
 pub async fn run(plugin: &Plugin, call: CallSpec<'_>) -> Result<types::ToolOutput, CallError> {
     let stdout = CappedPipe::new(call.limits.stdio_bytes);
     let stderr = CappedPipe::new(call.limits.stdio_bytes);
-    let state = CallState::new(plugin.name_arc(), call.call_id, call.fs, call.limits, stdout, stderr.clone())?;
+    let state =
+        CallState::new(plugin.name_arc(), call.call_id, call.fs, call.limits, stdout, stderr.clone())?;
     let mut store = Store::new(plugin.engine(), state);
     store.limiter(|state| &mut state.limiter);
     let host_err = |e: wasmtime::Error| CallError::new(codes::HOST_ERROR, format!("{e:#}"));
@@ -196,11 +216,19 @@ pub async fn run(plugin: &Plugin, call: CallSpec<'_>) -> Result<types::ToolOutpu
 }
 
 /// Turn a trap into the code that names the limit (or the fault) behind it.
-fn classify_trap(err: &wasmtime::Error, state: &CallState, limits: &Limits, stderr: &CappedPipe) -> CallError {
+fn classify_trap(
+    err: &wasmtime::Error,
+    state: &CallState,
+    limits: &Limits,
+    stderr: &CappedPipe,
+) -> CallError {
     if state.limiter.refused {
         return CallError::new(
             codes::MEMORY_LIMIT,
-            format!("the tool tried to use more than {} MiB of memory and was stopped", limits.memory_bytes >> 20),
+            format!(
+                "the tool tried to use more than {} MiB of memory and was stopped",
+                limits.memory_bytes >> 20
+            ),
         );
     }
     match err.downcast_ref::<Trap>() {
@@ -210,7 +238,9 @@ fn classify_trap(err: &wasmtime::Error, state: &CallState, limits: &Limits, stde
                 format!("the tool used its whole CPU budget ({} fuel) and was stopped", limits.fuel),
             );
         }
-        Some(Trap::Interrupt) => return CallError::new(codes::TIMEOUT, "the call was interrupted at its deadline"),
+        Some(Trap::Interrupt) => {
+            return CallError::new(codes::TIMEOUT, "the call was interrupted at its deadline");
+        }
         _ => {}
     }
     let reason = match err.downcast_ref::<I32Exit>() {

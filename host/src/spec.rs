@@ -30,8 +30,8 @@ impl ToolSpec {
         if !valid_name(&spec.name) {
             return Err(bad("names are 1-64 characters of [a-z0-9_], starting with a letter".into()));
         }
-        let parameters: Value =
-            serde_json::from_str(&spec.parameters).map_err(|e| bad(format!("parameters are not JSON: {e}")))?;
+        let parameters: Value = serde_json::from_str(&spec.parameters)
+            .map_err(|e| bad(format!("parameters are not JSON: {e}")))?;
         Ok(Self {
             name: spec.name,
             description: spec.description,

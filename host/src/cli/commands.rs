@@ -21,7 +21,7 @@ pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitC
             .iter()
             .map(|t| {
                 let mut v = serde_json::to_value(t.spec()).unwrap_or(Value::Null);
-                v["plugin"] = json!(t.plugin().name());
+                v["plugin"] = json!(t.source());
                 v
             })
             .collect();
@@ -62,10 +62,17 @@ pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitC
 }
 
 /// `toolhost call NAME ARGS_JSON`
-pub(crate) async fn call(args: &HostArgs, name: &str, json_args: Option<&str>, as_json: bool) -> anyhow::Result<ExitCode> {
+pub(crate) async fn call(
+    args: &HostArgs,
+    name: &str,
+    json_args: Option<&str>,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
     let parsed: Value = match json_args {
         None => json!({}),
-        Some(text) => serde_json::from_str(text).with_context(|| format!("ARGS_JSON is not valid JSON: {text}"))?,
+        Some(text) => {
+            serde_json::from_str(text).with_context(|| format!("ARGS_JSON is not valid JSON: {text}"))?
+        }
     };
     if !parsed.is_object() {
         bail!("ARGS_JSON must be a JSON object, got: {parsed}");
@@ -92,6 +99,14 @@ pub(crate) async fn call(args: &HostArgs, name: &str, json_args: Option<&str>, a
         eprintln!("{err}");
     }
     Ok(if result.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `toolhost serve`: an MCP server on stdio until the client closes stdin.
+/// stdout carries only the protocol.
+pub(crate) async fn serve(args: &HostArgs) -> anyhow::Result<ExitCode> {
+    let host = args.build().await?;
+    toolhost::mcp::serve_stdio(std::sync::Arc::new(host)).await?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `toolhost inspect FILE.wasm`

@@ -35,9 +35,14 @@ enum Command {
         args: Option<String>,
         #[command(flatten)]
         host: HostArgs,
-        /// Print one JSON object {ok, output, error, display, metadata}.
+        /// Print one JSON object {ok, output, error, display, metadata, call_id}.
         #[arg(long)]
         json: bool,
+    },
+    /// Serve every tool to MCP clients over stdio (JSON-RPC on stdin/stdout).
+    Serve {
+        #[command(flatten)]
+        host: HostArgs,
     },
     /// Show a component's tools, imports and sha256 without loading it.
     Inspect {
@@ -132,8 +137,11 @@ pub(crate) fn main() -> ExitCode {
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::List { host, json } => commands::list(&host, json).await,
-            Command::Call { name, args, host, json } => commands::call(&host, &name, args.as_deref(), json).await,
+            Command::Call { name, args, host, json } => {
+                commands::call(&host, &name, args.as_deref(), json).await
+            }
             Command::Inspect { file, json } => commands::inspect(&file, json).await,
+            Command::Serve { host } => commands::serve(&host).await,
         }
     });
     match outcome {
