@@ -2,6 +2,8 @@
 //! guests, and a host built over a temporary work dir.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
 
 pub use toolhost;
 
@@ -9,6 +11,8 @@ pub use toolhost;
 pub const HOSTILE_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_HOSTILE");
 /// A plugin that imports `wasi:sockets` (the host must refuse it).
 pub const SOCKETS_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_SOCKETS");
+/// A plugin that imports the pinned fetch (`fetch_raw`: fetch a URL as given).
+pub const NET_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_NET");
 
 /// The directory of the built `toolhost` binary's workspace.
 pub fn workspace_root() -> PathBuf {
@@ -37,4 +41,32 @@ pub async fn hostile_host(limits: toolhost::Limits) -> (toolhost::Host, tempfile
         .await
         .expect("host with the hostile plugin builds");
     (host, dir)
+}
+
+/// The cargo profile these tests were built with; the binary is taken from
+/// the same one.
+pub const PROFILE: &str = if cfg!(debug_assertions) { "debug" } else { "release" };
+
+/// The `toolhost` binary, brought up to date by `cargo build` once per test
+/// binary (a no-op when it is current: cargo does not build a dependency's
+/// binary for another package's tests). A failed build is remembered, so
+/// every test reports it at once.
+pub fn toolhost_bin() -> &'static Path {
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let bin = BIN.get_or_init(|| {
+        let root = workspace_root();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.current_dir(&root).args(["build", "-p", "toolhost", "--bin", "toolhost"]);
+        if PROFILE == "release" {
+            cmd.arg("--release");
+        }
+        match cmd.status() {
+            Ok(status) if status.success() => {}
+            Ok(status) => return Err(format!("building the toolhost binary failed: {status}")),
+            Err(e) => return Err(format!("could not run cargo to build the toolhost binary: {e}")),
+        }
+        let bin = root.join("target").join(PROFILE).join("toolhost");
+        if bin.is_file() { Ok(bin) } else { Err(format!("no toolhost binary at {}", bin.display())) }
+    });
+    bin.as_deref().unwrap_or_else(|e| panic!("{e}"))
 }

@@ -1,5 +1,6 @@
 //! `read_file`: the lines of a text file, numbered like `cat -n`.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 
@@ -73,7 +74,10 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         return Err(ToolError::invalid_args(format!("{shown} is not a regular file")));
     }
     let file = File::open(&path).map_err(|e| io_error(ctx, &e, &path))?;
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    // A small file is read in one host call into a buffer of its own size;
+    // a large one streams through 64 KiB.
+    let capacity = usize::try_from(meta.len()).unwrap_or(usize::MAX).saturating_add(1).clamp(512, 64 * 1024);
+    let mut reader = BufReader::with_capacity(capacity, file);
 
     let binary = |why: &str| {
         ToolError::new(
@@ -119,15 +123,15 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         if total_lines == 1 {
             text = text.strip_prefix('\u{feff}').unwrap_or(text);
         }
-        let prefix = format!("{total_lines:>6}\t");
-        let room = MAX_OUTPUT.saturating_sub(out.len() + prefix.len() + 1);
+        let prefix_len = total_lines.checked_ilog10().unwrap_or(0) as usize + 1;
+        let room = MAX_OUTPUT.saturating_sub(out.len() + prefix_len.max(6) + 2);
         let (kept, was_cut) = crate::truncate_at_char(text, room);
         if was_cut && first_shown.is_some() {
             // Not even this line fits whole: stop before it.
             capped = true;
             continue;
         }
-        out.push_str(&prefix);
+        let _ = write!(out, "{total_lines:>6}\t");
         out.push_str(kept);
         out.push('\n');
         first_shown.get_or_insert(total_lines);

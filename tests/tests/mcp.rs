@@ -1,0 +1,353 @@
+//! `toolhost serve` end to end: the built binary as an MCP server on stdio,
+//! driven by the official Rust SDK's client (`rmcp`) and, where exact wire
+//! order matters (cancellation, progress, malformed input), by hand-written
+//! JSON-RPC lines.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use toolhost_tests::{HOSTILE_WASM, toolhost_bin, workspace_root};
+
+const BUILTINS: [&str; 6] = ["edit_file", "find_files", "grep_files", "list_dir", "read_file", "write_file"];
+
+/// Fuel that never runs out: only the deadline or cancellation stops `spin`.
+const NO_FUEL_LIMIT: &str = "18446744073709551615";
+
+/// How long any single wait on the server may take before the test fails.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// `toolhost serve --work-dir WORK --plugin HOSTILE EXTRA…`, sharing the
+/// tests' compile cache; stderr is kept for failures.
+fn serve_command(work: &Path, extra: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(toolhost_bin());
+    cmd.arg("serve").arg("--work-dir").arg(work).args(["--plugin", HOSTILE_WASM]).args(extra);
+    cmd.env("TOOLHOST_CACHE_DIR", workspace_root().join("target").join("test-compile-cache"));
+    cmd.env_remove("TOOLHOST_LOG").kill_on_drop(true);
+    cmd
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+/// An rmcp client connected to a fresh `toolhost serve` over `work`.
+async fn client(work: &Path, extra: &[&str]) -> Client {
+    let (transport, _stderr) = TokioChildProcess::builder(serve_command(work, extra))
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawning toolhost serve");
+    ().serve(transport).await.expect("MCP handshake with toolhost serve")
+}
+
+fn args(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("arguments must be an object, got {other}"),
+    }
+}
+
+async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResult {
+    let params = CallToolRequestParams::new(name.to_string()).with_arguments(args(arguments));
+    tokio::time::timeout(PATIENCE, client.call_tool(params))
+        .await
+        .expect("tools/call answered in time")
+        .expect("tools/call succeeded at the protocol level")
+}
+
+/// The single text block of a result.
+fn text(result: &CallToolResult) -> &str {
+    assert_eq!(result.content.len(), 1, "one content block: {result:?}");
+    &result.content[0].as_text().expect("a text block").text
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lists_every_tool_sorted_with_schemas_and_hints() {
+    let work = tempfile::tempdir().unwrap();
+    let client = client(work.path(), &[]).await;
+    let info = client.peer_info().expect("server info after initialize");
+    assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("toolhost"));
+    assert_eq!(info.server_info.as_ref().map(|i| i.version.as_str()), Some(env!("CARGO_PKG_VERSION")));
+    assert!(info.capabilities.tools.is_some(), "tools capability: {info:?}");
+
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted, "tools come sorted by name");
+    for expected in BUILTINS.iter().chain(&["noop", "spin", "slow", "echo"]) {
+        assert!(names.contains(expected), "{expected} missing from {names:?}");
+    }
+    for tool in &tools {
+        assert_eq!(tool.input_schema.get("type"), Some(&json!("object")), "{} inputSchema", tool.name);
+        let hints = tool.annotations.as_ref().unwrap_or_else(|| panic!("{} has no annotations", tool.name));
+        assert_eq!(hints.open_world_hint, Some(false), "{}", tool.name);
+        assert!(
+            hints.read_only_hint.is_some() && hints.destructive_hint.is_some(),
+            "{}: {hints:?}",
+            tool.name
+        );
+    }
+    let hints = |name: &str| tools.iter().find(|t| t.name == name).unwrap().annotations.clone().unwrap();
+    let read = hints("read_file");
+    assert_eq!(
+        (read.read_only_hint, read.destructive_hint, read.idempotent_hint),
+        (Some(true), Some(false), Some(true))
+    );
+    let write = hints("write_file");
+    assert_eq!(
+        (write.read_only_hint, write.destructive_hint, write.idempotent_hint),
+        (Some(false), Some(true), Some(false))
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_returns_text_and_structured_metadata() {
+    let work = tempfile::tempdir().unwrap();
+    let content = "alpha\nbeta\n";
+    std::fs::write(work.path().join("notes.txt"), content).unwrap();
+    let client = client(work.path(), &[]).await;
+    let result = call(&client, "read_file", json!({"path": "notes.txt"})).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let body = text(&result);
+    assert!(body.contains("alpha") && body.contains("beta"), "{body:?}");
+    let meta = result.structured_content.as_ref().expect("structuredContent");
+    assert_eq!(meta["sha256"], json!(hex::encode(Sha256::digest(content))));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failures_are_tool_errors_that_start_with_the_code() {
+    let work = tempfile::tempdir().unwrap();
+    let client = client(work.path(), &[]).await;
+
+    let escape = call(&client, "read_file", json!({"path": "../../etc/passwd"})).await;
+    assert_eq!(escape.is_error, Some(true), "{escape:?}");
+    assert!(text(&escape).starts_with("path_escape: "), "{:?}", text(&escape));
+    assert!(escape.structured_content.is_none());
+
+    let unknown = call(&client, "nope", json!({})).await;
+    assert_eq!(unknown.is_error, Some(true), "{unknown:?}");
+    assert_eq!(text(&unknown), "unknown_tool: nope");
+
+    // Missing `arguments` is `{}`: a schema requiring `path` refuses it.
+    let params = CallToolRequestParams::new("read_file");
+    let bare = client.call_tool(params).await.expect("tools/call without arguments");
+    assert_eq!(bare.is_error, Some(true), "{bare:?}");
+    assert!(text(&bare).starts_with("invalid_args: "), "{:?}", text(&bare));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_calls_on_one_connection_all_succeed() {
+    let work = tempfile::tempdir().unwrap();
+    let client = client(work.path(), &[]).await;
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let peer = client.peer().clone();
+        calls.spawn(async move { peer.call_tool(CallToolRequestParams::new("noop")).await });
+    }
+    let results = tokio::time::timeout(PATIENCE, calls.join_all()).await.expect("16 noop calls in time");
+    for result in results {
+        let result = result.expect("tools/call noop");
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        assert_eq!(text(&result), "ok");
+    }
+    client.cancel().await.unwrap();
+}
+
+/// A server driven by hand-written JSON-RPC lines. Every line it writes
+/// must be a JSON-RPC 2.0 message.
+struct Raw {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+}
+
+impl Raw {
+    /// Spawn `toolhost serve` and complete the `initialize` handshake.
+    async fn start(work: &Path, extra: &[&str]) -> Self {
+        let mut child = serve_command(work, extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawning toolhost serve");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut raw = Self { child, stdin, stdout };
+        raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "0"},
+        }}))
+        .await;
+        let (init, _) = raw.response(1).await;
+        assert_eq!(init["result"]["serverInfo"]["name"], "toolhost", "{init}");
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        raw
+    }
+
+    async fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).await.unwrap();
+        stdin.write_all(b"\n").await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    async fn send(&mut self, message: Value) {
+        self.send_line(&message.to_string()).await;
+    }
+
+    /// The next message, or `None` at end of output.
+    async fn next(&mut self) -> Option<Value> {
+        let line = tokio::time::timeout(PATIENCE, self.stdout.next_line())
+            .await
+            .expect("the server wrote in time")
+            .expect("reading stdout")?;
+        let message: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+        assert_eq!(message["jsonrpc"], "2.0", "not a JSON-RPC message: {line}");
+        Some(message)
+    }
+
+    /// Read up to the response to request `id`; also return every message
+    /// read before it.
+    async fn response(&mut self, id: u64) -> (Value, Vec<Value>) {
+        let mut before = Vec::new();
+        loop {
+            let message = self.next().await.unwrap_or_else(|| panic!("output ended before response {id}"));
+            if message.get("method").is_none() && message["id"] == json!(id) {
+                return (message, before);
+            }
+            before.push(message);
+        }
+    }
+
+    async fn call_tool(&mut self, id: u64, name: &str, meta: Option<Value>) {
+        let mut params = json!({"name": name, "arguments": {}});
+        if let Some(meta) = meta {
+            params["_meta"] = meta;
+        }
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})).await;
+    }
+
+    /// CPU time the server has used (user + system), from `/proc`.
+    fn cpu_time(&self) -> Duration {
+        let pid = self.child.id().expect("server running");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("reading /proc/PID/stat");
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        // Fields 14 and 15 of stat(5), counted from field 3 (state) here.
+        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        Duration::from_millis(ticks * 10) // USER_HZ is 100 on Linux
+    }
+
+    /// Close stdin, check the rest of stdout is JSON-RPC, and that the
+    /// server exits cleanly.
+    async fn finish(mut self) {
+        drop(self.stdin.take());
+        while self.next().await.is_some() {}
+        let status = tokio::time::timeout(PATIENCE, self.child.wait()).await.expect("exit in time").unwrap();
+        assert!(status.success(), "toolhost serve exited with {status}");
+    }
+}
+
+fn result_text(response: &Value) -> &str {
+    response["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text in {response}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelling_a_call_stops_the_guest_and_the_server_keeps_serving() {
+    let work = tempfile::tempdir().unwrap();
+    let mut raw = Raw::start(work.path(), &["--fuel", NO_FUEL_LIMIT, "--timeout-ms", "60000"]).await;
+    raw.call_tool(2, "spin", None).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    raw.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 2, "reason": "test cancels"}}))
+        .await;
+
+    let started = Instant::now();
+    raw.call_tool(3, "noop", None).await;
+    let (noop, before) = raw.response(3).await;
+    assert!(started.elapsed() < Duration::from_secs(5), "noop took {:?}", started.elapsed());
+    assert_eq!(noop["result"]["isError"], false, "{noop}");
+    assert_eq!(result_text(&noop), "ok");
+
+    // The guest is stopped: the server is idle again (a spinning guest
+    // burns a whole core).
+    let cpu = raw.cpu_time();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let busy = raw.cpu_time() - cpu;
+    assert!(busy < Duration::from_millis(400), "the server used {busy:?} of CPU in 1 s after the cancel");
+
+    // The cancelled request never completed: no response to id 2, before
+    // or after a later request.
+    raw.send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})).await;
+    let (list, after) = raw.response(4).await;
+    assert!(list["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{list}");
+    for message in before.iter().chain(&after) {
+        assert_ne!(message["id"], json!(2), "the cancelled call was answered: {message}");
+    }
+    raw.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_call_reports_progress_until_it_ends() {
+    let work = tempfile::tempdir().unwrap();
+    let mut raw = Raw::start(work.path(), &["--fuel", NO_FUEL_LIMIT, "--timeout-ms", "2500"]).await;
+    raw.call_tool(2, "spin", Some(json!({"progressToken": "spin-1"}))).await;
+    let (response, before) = raw.response(2).await;
+    assert_eq!(response["result"]["isError"], true, "{response}");
+    assert!(result_text(&response).starts_with("timeout"), "{response}");
+
+    let progress: Vec<&Value> = before.iter().filter(|m| m["method"] == "notifications/progress").collect();
+    assert!(!progress.is_empty(), "no progress before the call ended: {before:?}");
+    let mut last = 0.0;
+    for (n, note) in progress.iter().enumerate() {
+        let params = &note["params"];
+        assert_eq!(params["progressToken"], "spin-1", "{note}");
+        let value = params["progress"].as_f64().unwrap();
+        assert!(value > last, "progress must increase: {progress:?}");
+        last = value;
+        assert_eq!(params["message"], format!("running spin ({}s)", n + 1), "{note}");
+    }
+
+    // No progress after the call ended.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    raw.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})).await;
+    let (_, after) = raw.response(3).await;
+    assert!(after.is_empty(), "messages after the call ended: {after:?}");
+    raw.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_input_gets_errors_and_the_server_keeps_serving() {
+    let work = tempfile::tempdir().unwrap();
+    let mut raw = Raw::start(work.path(), &[]).await;
+    // Not JSON: ignored (no id to answer; the official SDKs agree).
+    raw.send_line("{not json").await;
+    // JSON but not a JSON-RPC message: "Invalid Request".
+    raw.send_line("[1, 2]").await;
+    raw.send_line(r#"{"jsonrpc":"2.0","id":7,"method":"nope"}"#).await;
+    let (error, before) = raw.response(7).await;
+    assert_eq!(error["error"]["code"], -32601, "{error}");
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(before[0]["error"]["code"], -32600, "{before:?}");
+
+    raw.send(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})).await;
+    let (list, _) = raw.response(8).await;
+    let tools = list["result"]["tools"].as_array().expect("tools");
+    assert!(tools.iter().any(|t| t["name"] == "read_file"), "{list}");
+
+    raw.call_tool(9, "noop", None).await;
+    let (noop, _) = raw.response(9).await;
+    assert_eq!(result_text(&noop), "ok");
+    raw.finish().await;
+}
