@@ -2,7 +2,9 @@
 //! `src/builtins.rs` can embed them.
 
 fn main() {
-    for (package, wasm) in toolhost_build::build_guests(&[("toolhost-fs", "plugins/fs")]) {
+    for (package, wasm) in
+        toolhost_build::build_guests(&[("toolhost-fs", "plugins/fs"), ("toolhost-web", "plugins/web")])
+    {
         let var = format!("TOOLHOST_WASM_{}", package.replace('-', "_").to_uppercase());
         println!("cargo:rustc-env={var}={}", wasm.display());
     }

@@ -2,4 +2,7 @@
 //! `plugins/` for `wasm32-wasip2`).
 
 /// `(display name, component bytes)` of every builtin plugin.
-pub(crate) const ALL: &[(&str, &[u8])] = &[("builtin:fs", include_bytes!(env!("TOOLHOST_WASM_TOOLHOST_FS")))];
+pub(crate) const ALL: &[(&str, &[u8])] = &[
+    ("builtin:fs", include_bytes!(env!("TOOLHOST_WASM_TOOLHOST_FS"))),
+    ("builtin:web", include_bytes!(env!("TOOLHOST_WASM_TOOLHOST_WEB"))),
+];
