@@ -1,7 +1,11 @@
 //! Builds the test guests (`tests/guests/*`) and tells the tests where they are.
 
 fn main() {
-    let guests = [("toolhost-hostile", "tests/guests/hostile"), ("toolhost-sockets", "tests/guests/sockets")];
+    let guests = [
+        ("toolhost-hostile", "tests/guests/hostile"),
+        ("toolhost-sockets", "tests/guests/sockets"),
+        ("toolhost-net", "tests/guests/net"),
+    ];
     for (package, wasm) in toolhost_build::build_guests(&guests) {
         let var = format!("TOOLHOST_WASM_{}", package.replace('-', "_").to_uppercase());
         println!("cargo:rustc-env={var}={}", wasm.display());

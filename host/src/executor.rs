@@ -197,6 +197,7 @@ impl Host {
                 limits,
                 deadline: limits.deadline_for(spec.timeout_ms),
                 cancel,
+                net: self.net_access(plugin),
             },
         )
         .await?;

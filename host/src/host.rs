@@ -11,6 +11,7 @@ use crate::bindings::NetworkedPlugin as PluginWorld;
 use crate::builtins;
 use crate::engine::{Engine, EngineSettings};
 use crate::error::LoadError;
+use crate::fetch::{FetchClient, NetAccess, NetworkSettings};
 use crate::limits::Limits;
 use crate::output::OutputStore;
 use crate::plugin::Plugin;
@@ -30,6 +31,8 @@ pub struct Host {
     work_dir: Option<PathBuf>,
     outputs: OutputStore,
     slots: Semaphore,
+    network: NetworkSettings,
+    fetch: Arc<FetchClient>,
 }
 
 impl Host {
@@ -74,12 +77,26 @@ impl Host {
         &self.engine
     }
 
+    /// The network settings the host was built with (who may reach what).
+    pub fn network(&self) -> &NetworkSettings {
+        &self.network
+    }
+
+    /// The network capability of a call to `plugin`: `None` unless it imports fetch.
+    pub(crate) fn net_access(&self, plugin: &Plugin) -> Option<NetAccess> {
+        plugin.network().map(|grant| NetAccess { grant: grant.clone(), client: self.fetch.clone() })
+    }
+
     /// Look at a component file the way `toolhost inspect` does: hash,
     /// imports, tools, and why it would be refused, without registering it.
+    /// It is judged as a third-party plugin under the default network
+    /// settings (no hosts granted).
     pub async fn inspect(engine: &Engine, path: &Path) -> Result<crate::plugin::Inspection, LoadError> {
         let bytes = std::fs::read(path)
             .map_err(|source| LoadError::Read { path: path.display().to_string(), source })?;
-        crate::plugin::inspect(engine, &linker(engine.wasmtime())?, &path.display().to_string(), &bytes).await
+        let name = path.display().to_string();
+        let net = NetworkSettings::default().grant_for(&name);
+        crate::plugin::inspect(engine, &linker(engine.wasmtime())?, &name, &bytes, &net).await
     }
 
     /// Wait for a free instance slot (bounded by the pooling allocator).
@@ -99,6 +116,7 @@ pub struct HostBuilder {
     allow: Option<Vec<String>>,
     engine: EngineSettings,
     output_store_bytes: Option<usize>,
+    network: NetworkSettings,
 }
 
 enum PluginSource {
@@ -156,9 +174,24 @@ impl HostBuilder {
         self
     }
 
+    /// Network settings: which hosts builtin and third-party plugins may fetch
+    /// from, the private-target opt-out, and the resolver and connector (see
+    /// [`NetworkSettings`]; by default builtins may reach any public host and
+    /// third-party plugins none).
+    pub fn network(mut self, settings: NetworkSettings) -> Self {
+        self.network = settings;
+        self
+    }
+
     /// Create the engine, load every plugin, register their tools.
     pub async fn build(self) -> Result<Host, LoadError> {
-        let Self { work_dir, limits, no_builtins, plugins, allow, engine, output_store_bytes } = self;
+        let Self { work_dir, limits, no_builtins, plugins, allow, engine, output_store_bytes, network } =
+            self;
+        if network.allow_private {
+            tracing::warn!(
+                "plugins may fetch private, loopback and link-local addresses (the private-network opt-out is on)"
+            );
+        }
         let work_dir = work_dir
             .map(|dir| match dir.canonicalize() {
                 Ok(dir) if dir.is_dir() => Ok(dir),
@@ -189,7 +222,8 @@ impl HostBuilder {
         let mut registry = Registry::new();
         let mut loaded = Vec::with_capacity(sources.len());
         for (name, bytes) in sources {
-            let plugin = Arc::new(Plugin::load(&engine, &linker, &name, &bytes).await?);
+            let grant = network.grant_for(&name);
+            let plugin = Arc::new(Plugin::load(&engine, &linker, &name, &bytes, &grant).await?);
             registry.register(plugin.clone())?;
             loaded.push(plugin);
         }
@@ -211,6 +245,8 @@ impl HostBuilder {
             work_dir,
             outputs: OutputStore::new(output_store_bytes.unwrap_or(DEFAULT_OUTPUT_STORE_BYTES)),
             slots,
+            fetch: Arc::new(network.client()),
+            network,
         })
     }
 }

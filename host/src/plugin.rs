@@ -14,6 +14,7 @@ use wasmtime::component::Linker;
 use crate::bindings::NetworkedPluginPre as PluginPre;
 use crate::engine::Engine;
 use crate::error::LoadError;
+use crate::fetch::NetGrant;
 use crate::limits::Limits;
 use crate::pipe::CappedPipe;
 use crate::sandbox::{CallState, FsGrant};
@@ -30,6 +31,9 @@ const GRANTED_IMPORTS: &[(&str, &str)] = &[
     ("wasi:filesystem/", "the work dir preopen, when the call grants it"),
 ];
 
+/// The pinned-fetch interface: granted only to a plugin whose [`NetGrant`] lists hosts.
+const FETCH_INTERFACE: &str = "toolhost:plugin/fetch";
+
 /// A loaded plugin: a compiled component ready to instantiate per call, and
 /// the tools it declared.
 pub struct Plugin {
@@ -40,6 +44,8 @@ pub struct Plugin {
     engine: wasmtime::Engine,
     pre: PluginPre<CallState>,
     tools: Vec<ToolSpec>,
+    /// `Some` only when the component imports fetch (and its grant lists hosts).
+    net: Option<Arc<NetGrant>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -52,19 +58,22 @@ impl std::fmt::Debug for Plugin {
 }
 
 impl Plugin {
-    /// Load the component `bytes` under the display name `name`.
+    /// Load the component `bytes` under the display name `name`, with the network grant
+    /// `net` (used only if the component imports fetch; refused then if it lists no host).
     pub async fn load(
         engine: &Engine,
         linker: &Linker<CallState>,
         name: &str,
         bytes: &[u8],
+        net: &NetGrant,
     ) -> Result<Self, LoadError> {
         let sha256 = hex::encode(Sha256::digest(bytes));
         let loaded = engine.component(bytes, &sha256)?;
         let component = loaded.component;
 
         let imports = imports_of(engine.wasmtime(), &component);
-        check_imports(&imports)?;
+        check_imports(&imports, net)?;
+        let net = imports.iter().any(|i| is_fetch(i)).then(|| Arc::new(net.clone()));
 
         let instance_pre = linker
             .instantiate_pre(&component)
@@ -85,6 +94,7 @@ impl Plugin {
             engine: engine.wasmtime().clone(),
             pre,
             tools,
+            net,
         })
     }
 
@@ -117,6 +127,12 @@ impl Plugin {
         &self.tools
     }
 
+    /// The network grant of this plugin: `None` when it does not import fetch (it has no
+    /// network at all).
+    pub fn network(&self) -> Option<&Arc<NetGrant>> {
+        self.net.as_ref()
+    }
+
     pub(crate) fn engine(&self) -> &wasmtime::Engine {
         &self.engine
     }
@@ -134,9 +150,21 @@ pub fn imports_of(engine: &wasmtime::Engine, component: &wasmtime::component::Co
     names
 }
 
-/// Refuse any import outside [`GRANTED_IMPORTS`], naming it and saying why.
-pub fn check_imports(imports: &[String]) -> Result<(), LoadError> {
+fn is_fetch(import: &str) -> bool {
+    import.strip_prefix(FETCH_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
+}
+
+/// Refuse any import outside [`GRANTED_IMPORTS`], naming it and saying why; refuse
+/// `toolhost:plugin/fetch` when `net` grants no host.
+pub fn check_imports(imports: &[String], net: &NetGrant) -> Result<(), LoadError> {
     for import in imports {
+        if is_fetch(import) && net.is_empty() {
+            return Err(LoadError::CapabilityDenied {
+                interface: import.clone(),
+                why: "no network hosts are granted to this plugin (grant some with --allow-host PATTERN)"
+                    .into(),
+            });
+        }
         if GRANTED_IMPORTS.iter().any(|(prefix, _)| import.starts_with(prefix)) {
             continue;
         }
@@ -200,18 +228,19 @@ pub struct Inspection {
     pub refused: Option<LoadError>,
 }
 
-/// Look at a component: hash, imports, and (if it would load) its tools.
-/// Fails only when the bytes are not a component at all.
+/// Look at a component: hash, imports, and (if it would load with the network grant
+/// `net`) its tools. Fails only when the bytes are not a component at all.
 pub async fn inspect(
     engine: &Engine,
     linker: &Linker<CallState>,
     name: &str,
     bytes: &[u8],
+    net: &NetGrant,
 ) -> Result<Inspection, LoadError> {
     let sha256 = hex::encode(Sha256::digest(bytes));
     let component = engine.component(bytes, &sha256)?.component;
     let imports = imports_of(engine.wasmtime(), &component);
-    let (tools, refused) = match Plugin::load(engine, linker, name, bytes).await {
+    let (tools, refused) = match Plugin::load(engine, linker, name, bytes, net).await {
         Ok(plugin) => (plugin.tools, None),
         Err(err) => (Vec::new(), Some(err)),
     };

@@ -5,10 +5,12 @@
 //! stdio. What a call gets is spelled out by [`FsGrant`] and [`Limits`]:
 //! at most one preopen (the work dir, read-only unless granted writes), a
 //! memory cap, fuel, a wall-clock deadline checked at every epoch tick, and
-//! captured, capped stdout/stderr.
+//! captured, capped stdout/stderr. A plugin that imports `toolhost:plugin/fetch`
+//! also gets a [`NetAccess`]: its host grant, the shared pinned client and the
+//! call's deadline; every other call has no network at all.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
@@ -17,6 +19,7 @@ use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx, WasiCtxBuilder, WasiCtxView, Wasi
 
 use crate::bindings::toolhost::plugin::{log, types};
 use crate::error::{CallError, codes};
+use crate::fetch::NetAccess;
 use crate::limits::Limits;
 use crate::pipe::CappedPipe;
 use crate::plugin::Plugin;
@@ -65,6 +68,9 @@ pub struct CallSpec<'a> {
     pub deadline: Duration,
     /// Caller cancellation.
     pub cancel: &'a CancellationToken,
+    /// The network capability: `Some` only for a plugin that imports fetch and is granted
+    /// hosts.
+    pub net: Option<NetAccess>,
 }
 
 /// Per-call store state: the WASI context and everything the limits track.
@@ -76,6 +82,10 @@ pub struct CallState {
     plugin: std::sync::Arc<str>,
     call_id: String,
     log_lines: u32,
+    /// The plugin's network grant and the shared fetch client; `None`: no network.
+    net: Option<NetAccess>,
+    /// When the call's deadline passes (a fetch never outlives it).
+    deadline: Option<Instant>,
 }
 
 impl CallState {
@@ -104,6 +114,8 @@ impl CallState {
             plugin,
             call_id: call_id.to_string(),
             log_lines: 0,
+            net: None,
+            deadline: None,
         })
     }
 }
@@ -112,6 +124,28 @@ impl CallState {
     /// The filesystem capability of this call.
     pub(crate) fn fs(&self) -> &FsGrant {
         &self.fs
+    }
+
+    /// Hand the call its network capability (or none) and its deadline.
+    pub(crate) fn with_net(mut self, net: Option<NetAccess>, deadline: Instant) -> Self {
+        self.net = net;
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// The network capability and the call's deadline, when the call has network access.
+    pub(crate) fn net(&self) -> Option<(&NetAccess, Instant)> {
+        Some((self.net.as_ref()?, self.deadline?))
+    }
+
+    /// The plugin's display name.
+    pub(crate) fn plugin_name(&self) -> &str {
+        &self.plugin
+    }
+
+    /// The id of the call.
+    pub(crate) fn call_id(&self) -> &str {
+        &self.call_id
     }
 }
 
@@ -179,10 +213,14 @@ impl ResourceLimiter for MemoryLimiter {
 /// Run one call in a fresh instance of `plugin`. Never panics; every way a
 /// call can end is a `Result`.
 pub async fn run(plugin: &Plugin, call: CallSpec<'_>) -> Result<types::ToolOutput, CallError> {
+    // A deadline too far to represent is as good as none.
+    let now = Instant::now();
+    let deadline_at = now.checked_add(call.deadline).unwrap_or(now + Duration::from_secs(1 << 30));
     let stdout = CappedPipe::new(call.limits.stdio_bytes);
     let stderr = CappedPipe::new(call.limits.stdio_bytes);
     let state =
-        CallState::new(plugin.name_arc(), call.call_id, call.fs, call.limits, stdout, stderr.clone())?;
+        CallState::new(plugin.name_arc(), call.call_id, call.fs, call.limits, stdout, stderr.clone())?
+            .with_net(call.net, deadline_at);
     let mut store = Store::new(plugin.engine(), state);
     store.limiter(|state| &mut state.limiter);
     let host_err = |e: wasmtime::Error| CallError::new(codes::HOST_ERROR, format!("{e:#}"));

@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -13,8 +13,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::{EngineSettings, Host, Limits, ToolCall};
-use toolhost_tests::{HOSTILE_WASM, workspace_root};
+use toolhost::{EngineSettings, Host, HostPattern, Limits, NetworkSettings, ToolCall};
+use toolhost_tests::{HOSTILE_WASM, NET_WASM, workspace_root};
 
 fn main() {
     // `cargo bench` passes `--bench`; the rest names what to run (all if none).
@@ -44,6 +44,9 @@ fn main() {
         }
         if wants("grep") {
             grep().await;
+        }
+        if wants("fetch") {
+            fetch().await;
         }
     });
     if wants("list") {
@@ -210,4 +213,97 @@ async fn grep() {
     println!("tree: 10,000 files, ~100 MB, {matches} matching lines");
     report("grep_files over the tree", ours);
     report("grep -rn over the same tree", theirs);
+}
+
+/// A loopback HTTP/1.1 server answering every request with `body` (one request per
+/// connection, as the pinned fetch makes them).
+async fn body_server(body: Vec<u8>) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let addr = listener.local_addr().expect("addr");
+    let response: std::sync::Arc<[u8]> = {
+        let mut r = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len())
+            .into_bytes();
+        r.extend_from_slice(&body);
+        r.into()
+    };
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let response = response.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut chunk = [0u8; 2048];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let _ = stream.write_all(&response).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    addr
+}
+
+/// 1 MB from a loopback server: through the net test plugin and the pinned fetch, and
+/// natively with reqwest.
+async fn fetch() {
+    const N: usize = 200;
+    let addr = body_server(vec![b'x'; 1 << 20]).await;
+    let url = format!("http://{addr}/one-mb");
+    let network = NetworkSettings {
+        allow_private: true,
+        plugin_hosts: vec![HostPattern::parse("127.0.0.1").expect("pattern")],
+        ..NetworkSettings::default()
+    };
+    let host = Host::builder()
+        .without_builtins()
+        .plugin_file(NET_WASM)
+        .network(network)
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+        .build()
+        .await
+        .expect("host with the net plugin");
+    let args = json!({"url": url, "max_bytes": 2 << 20});
+    let mut ours = Vec::with_capacity(N);
+    for i in 0..N + 20 {
+        let started = Instant::now();
+        let r = host.execute(ToolCall::new("fetch_raw", args.clone())).await;
+        let took = started.elapsed();
+        assert!(r.ok, "{:?}", r.error);
+        if i >= 20 {
+            ours.push(took);
+        }
+    }
+    // The pinned client alone, without the plugin and the sandbox around it.
+    let pinned = host.network().client();
+    let grant = toolhost::NetGrant { hosts: host.network().plugin_hosts.clone(), allow_private: true };
+    let mut bare = Vec::with_capacity(N);
+    for i in 0..N + 20 {
+        let started = Instant::now();
+        let mut req = toolhost::fetch::FetchRequest::get(url.clone());
+        req.max_bytes = Some(2 << 20);
+        let r = pinned.fetch(&grant, req, None).await.expect("pinned fetch");
+        let took = started.elapsed();
+        assert_eq!(r.body.len(), 1 << 20);
+        if i >= 20 {
+            bare.push(took);
+        }
+    }
+    let client = reqwest::Client::builder().no_proxy().build().expect("reqwest client");
+    let mut theirs = Vec::with_capacity(N);
+    for i in 0..N + 20 {
+        let started = Instant::now();
+        let body = client.get(&url).send().await.expect("send").bytes().await.expect("body");
+        let took = started.elapsed();
+        assert_eq!(body.len(), 1 << 20);
+        if i >= 20 {
+            theirs.push(took);
+        }
+    }
+    report("fetch 1 MB via the net plugin (loopback)", ours);
+    report("fetch 1 MB, pinned client alone", bare);
+    report("fetch 1 MB, reqwest natively", theirs);
 }

@@ -23,7 +23,10 @@ async fn read_only_runs_are_parallel_and_results_keep_their_order() {
     let took = started.elapsed();
     let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
     assert_eq!(ids, ["a", "b", "c"]);
-    assert_eq!(results.iter().map(|r| r.code()).collect::<Vec<_>>(), [Some("timeout"), None, Some("timeout")]);
+    assert_eq!(
+        results.iter().map(|r| r.code()).collect::<Vec<_>>(),
+        [Some("timeout"), None, Some("timeout")]
+    );
     // Two 400 ms spins in parallel: well under the 800 ms they take in a row.
     assert!(took < Duration::from_millis(750), "not parallel: {took:?}");
 }

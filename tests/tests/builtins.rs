@@ -371,7 +371,8 @@ async fn replacing_a_file_keeps_its_permission_bits() {
     let r = host.execute(toolhost::ToolCall::new("edit_file", edit)).await;
     assert!(r.ok, "{:?}", r.error);
     assert_eq!(mode(), 0o751);
-    let r = host.execute(toolhost::ToolCall::new("write_file", json!({"path": "run.sh", "content": "x"}))).await;
+    let r =
+        host.execute(toolhost::ToolCall::new("write_file", json!({"path": "run.sh", "content": "x"}))).await;
     assert!(r.ok, "{:?}", r.error);
     assert_eq!(mode(), 0o751);
     assert_eq!(std::fs::read_to_string(&script).unwrap(), "x");

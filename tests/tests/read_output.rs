@@ -21,7 +21,10 @@ async fn a_cut_output_can_be_read_back_by_window_and_by_pattern() {
     assert!(big.output.contains(&format!(r#""offset": {}"#, head_lines + 1)));
 
     let window = host
-        .execute(ToolCall::new("read_output", json!({"call_id": "big-1", "offset": head_lines + 1, "limit": 3})))
+        .execute(ToolCall::new(
+            "read_output",
+            json!({"call_id": "big-1", "offset": head_lines + 1, "limit": 3}),
+        ))
         .await;
     assert!(window.ok, "{:?}", window.error);
     let expected: Vec<String> =
@@ -30,8 +33,9 @@ async fn a_cut_output_can_be_read_back_by_window_and_by_pattern() {
     assert!(window.output.contains(&format!("use offset={} to continue", head_lines + 4)));
     assert!(omitted.lines > 3);
 
-    let found =
-        host.execute(ToolCall::new("read_output", json!({"call_id": "big-1", "pattern": "^line 777[0-9]$"}))).await;
+    let found = host
+        .execute(ToolCall::new("read_output", json!({"call_id": "big-1", "pattern": "^line 777[0-9]$"})))
+        .await;
     assert!(found.ok);
     assert_eq!(found.output.lines().count(), 10, "{}", found.output);
     assert!(found.output.starts_with("  7771\tline 7770"));

@@ -43,6 +43,7 @@ pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitC
                 "output_bytes": limits.output_bytes,
                 "clamp_bytes": limits.clamp_bytes,
             },
+            "network": network_json(host.network()),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
@@ -59,6 +60,16 @@ pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitC
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Who may fetch what: the private-target opt-out and the host patterns.
+fn network_json(net: &toolhost::NetworkSettings) -> Value {
+    let patterns = |p: &[toolhost::HostPattern]| p.iter().map(|p| p.as_str().to_owned()).collect::<Vec<_>>();
+    json!({
+        "allow_private": net.allow_private,
+        "builtin_hosts": patterns(&net.builtin_hosts),
+        "plugin_hosts": patterns(&net.plugin_hosts),
+    })
 }
 
 /// `toolhost call NAME ARGS_JSON`

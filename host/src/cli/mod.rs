@@ -81,6 +81,13 @@ pub(crate) struct HostArgs {
     /// Bytes of output the model reads before the head + tail clamp.
     #[arg(long)]
     clamp_bytes: Option<usize>,
+    /// A host third-party plugins may fetch from: `docs.rs`, `*.example.com` or `*`
+    /// (repeatable). Without any, a plugin that imports fetch is refused.
+    #[arg(long = "allow-host", value_name = "PATTERN", value_parser = toolhost::HostPattern::parse)]
+    allow_hosts: Vec<toolhost::HostPattern>,
+    /// Let plugins fetch private, loopback and link-local addresses (unsafe: SSRF).
+    #[arg(long)]
+    allow_private_network: bool,
 }
 
 impl HostArgs {
@@ -103,7 +110,12 @@ impl HostArgs {
     }
 
     pub(crate) async fn build(&self) -> Result<Host, toolhost::LoadError> {
-        let mut builder = Host::builder().work_dir(&self.work_dir).limits(self.limits());
+        let network = toolhost::NetworkSettings {
+            allow_private: self.allow_private_network,
+            plugin_hosts: self.allow_hosts.clone(),
+            ..toolhost::NetworkSettings::default()
+        };
+        let mut builder = Host::builder().work_dir(&self.work_dir).limits(self.limits()).network(network);
         if self.no_builtins {
             builder = builder.without_builtins();
         }

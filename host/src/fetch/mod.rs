@@ -23,22 +23,26 @@
 //! cookie jar; the only headers are the plugin's own (minus the hop-by-hop ones the host
 //! manages) and a default `user-agent`.
 //!
-//! Modules: [`vet`] (pure checks), `net` ([`Resolver`], [`Connector`]), `client` (the
-//! hops, redirects and limits), `exchange` (one HTTP/1.1 exchange over one stream), `host`
-//! (the WIT-facing glue on the per-call state).
+//! Modules: [`vet`] (pure checks), `net` ([`Resolver`], [`Connector`]), `types` (request,
+//! response, error), `client` (the hops, redirects and limits), `exchange` (one HTTP/1.1
+//! exchange over one stream), `io` (tokio streams as hyper I/O), `host` (the WIT-facing
+//! glue on the per-call state).
 
 mod client;
 mod exchange;
 mod host;
+mod io;
 mod net;
+mod types;
 pub mod vet;
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use client::{FetchClient, FetchError, FetchRequest, FetchResponse};
+pub use client::FetchClient;
 pub use net::{Connect, Connector, Lookup, Resolver, SystemResolver, TcpConnector};
+pub use types::{FetchError, FetchRequest, FetchResponse};
 pub use vet::HostPattern;
 
 /// What one plugin may reach over the network.
