@@ -117,6 +117,7 @@ pub struct HostBuilder {
     engine: EngineSettings,
     output_store_bytes: Option<usize>,
     network: NetworkSettings,
+    env: Vec<(String, String, String)>,
 }
 
 enum PluginSource {
@@ -168,6 +169,19 @@ impl HostBuilder {
         self
     }
 
+    /// Grant the environment variable `key=value` to the plugin named
+    /// `plugin` (`builtin:web`, or the path given to `plugin_file`). A plugin
+    /// sees no other variable: nothing is inherited from the host.
+    pub fn plugin_env(
+        mut self,
+        plugin: impl Into<String>,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Self {
+        self.env.push((plugin.into(), key.into(), value.into()));
+        self
+    }
+
     /// Byte budget of the store of full outputs.
     pub fn output_store_bytes(mut self, bytes: usize) -> Self {
         self.output_store_bytes = Some(bytes);
@@ -185,7 +199,7 @@ impl HostBuilder {
 
     /// Create the engine, load every plugin, register their tools.
     pub async fn build(self) -> Result<Host, LoadError> {
-        let Self { work_dir, limits, no_builtins, plugins, allow, engine, output_store_bytes, network } =
+        let Self { work_dir, limits, no_builtins, plugins, allow, engine, output_store_bytes, network, env } =
             self;
         if network.allow_private {
             tracing::warn!(
@@ -223,7 +237,11 @@ impl HostBuilder {
         let mut loaded = Vec::with_capacity(sources.len());
         for (name, bytes) in sources {
             let grant = network.grant_for(&name);
-            let plugin = Arc::new(Plugin::load(&engine, &linker, &name, &bytes, &grant).await?);
+            let mut plugin = Plugin::load(&engine, &linker, &name, &bytes, &grant).await?;
+            plugin.set_env(
+                env.iter().filter(|(p, _, _)| *p == name).map(|(_, k, v)| (k.clone(), v.clone())).collect(),
+            );
+            let plugin = Arc::new(plugin);
             registry.register(plugin.clone())?;
             loaded.push(plugin);
         }

@@ -46,6 +46,7 @@ pub struct Plugin {
     tools: Vec<ToolSpec>,
     /// `Some` only when the component imports fetch (and its grant lists hosts).
     net: Option<Arc<NetGrant>>,
+    env: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -95,6 +96,7 @@ impl Plugin {
             pre,
             tools,
             net,
+            env: Vec::new(),
         })
     }
 
@@ -125,6 +127,16 @@ impl Plugin {
     /// The tools the plugin declared, in its own order.
     pub fn tools(&self) -> &[ToolSpec] {
         &self.tools
+    }
+
+    /// Environment variables granted to the plugin (each call sees exactly these).
+    pub fn env(&self) -> &[(String, String)] {
+        &self.env
+    }
+
+    /// Grant environment variables to the plugin (before it is shared).
+    pub(crate) fn set_env(&mut self, env: Vec<(String, String)>) {
+        self.env = env;
     }
 
     /// The network grant of this plugin: `None` when it does not import fetch (it has no
@@ -190,6 +202,7 @@ async fn list_tools(
         name.clone(),
         "load",
         &FsGrant::None,
+        &[],
         &limits,
         CappedPipe::new(limits.stdio_bytes),
         CappedPipe::new(limits.stdio_bytes),

@@ -94,12 +94,17 @@ impl CallState {
         plugin: std::sync::Arc<str>,
         call_id: &str,
         fs: &FsGrant,
+        env: &[(String, String)],
         limits: &Limits,
         stdout: CappedPipe,
         stderr: CappedPipe,
     ) -> Result<Self, CallError> {
         let mut wasi = WasiCtxBuilder::new();
         wasi.stdout(stdout).stderr(stderr).allow_blocking_current_thread(true);
+        // Only the variables granted to this plugin; nothing is inherited.
+        for (key, value) in env {
+            wasi.env(key, value);
+        }
         if let FsGrant::WorkDir { dir, writable } = fs {
             let perms = if *writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
             wasi.preopened_dir(dir, dir.to_string_lossy(), perms).map_err(|e| {
@@ -218,9 +223,16 @@ pub async fn run(plugin: &Plugin, call: CallSpec<'_>) -> Result<types::ToolOutpu
     let deadline_at = now.checked_add(call.deadline).unwrap_or(now + Duration::from_secs(1 << 30));
     let stdout = CappedPipe::new(call.limits.stdio_bytes);
     let stderr = CappedPipe::new(call.limits.stdio_bytes);
-    let state =
-        CallState::new(plugin.name_arc(), call.call_id, call.fs, call.limits, stdout, stderr.clone())?
-            .with_net(call.net, deadline_at);
+    let state = CallState::new(
+        plugin.name_arc(),
+        call.call_id,
+        call.fs,
+        plugin.env(),
+        call.limits,
+        stdout,
+        stderr.clone(),
+    )?
+    .with_net(call.net, deadline_at);
     let mut store = Store::new(plugin.engine(), state);
     store.limiter(|state| &mut state.limiter);
     let host_err = |e: wasmtime::Error| CallError::new(codes::HOST_ERROR, format!("{e:#}"));

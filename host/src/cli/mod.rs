@@ -88,6 +88,10 @@ pub(crate) struct HostArgs {
     /// Let plugins fetch private, loopback and link-local addresses (unsafe: SSRF).
     #[arg(long)]
     allow_private_network: bool,
+    /// The HTML search endpoint `web_search` queries, with `{query}` where the
+    /// query goes (default: DuckDuckGo's HTML endpoint).
+    #[arg(long, env = "TOOLHOST_SEARCH_URL", value_name = "URL")]
+    search_url: Option<String>,
 }
 
 impl HostArgs {
@@ -118,6 +122,9 @@ impl HostArgs {
         let mut builder = Host::builder().work_dir(&self.work_dir).limits(self.limits()).network(network);
         if self.no_builtins {
             builder = builder.without_builtins();
+        }
+        if let Some(url) = &self.search_url {
+            builder = builder.plugin_env("builtin:web", "TOOLHOST_SEARCH_URL", url);
         }
         for plugin in &self.plugins {
             builder = builder.plugin_file(plugin);
