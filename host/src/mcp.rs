@@ -41,11 +41,11 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 const INSTRUCTIONS: &str = "Each tool runs in a fresh WebAssembly sandbox that sees only the work directory; \
 a failed call's text starts with an error code (such as path_escape or timeout) that says what to fix.";
 
-/// Whether a tool may reach outside the work directory (the network, other
-/// services). No tool can today: the host refuses `wasi:sockets` and
-/// `wasi:http`. The one place to change when network tools arrive.
-fn open_world(_spec: &ToolSpec) -> bool {
-    false
+/// Whether a tool may reach outside the work directory: its plugin imports
+/// `fetch` and holds a network grant (`wasi:sockets` and `wasi:http` are
+/// refused at load, so this is the only way out).
+fn open_world(tool: &crate::registry::Tool) -> bool {
+    tool.plugin().is_some_and(|p| p.network().is_some())
 }
 
 /// An [`rmcp::ServerHandler`] over a [`Host`]: serve it over any rmcp
@@ -60,7 +60,7 @@ pub struct ToolhostServer {
 impl ToolhostServer {
     /// A server for `host`'s tools. The MCP tool list is built here, once.
     pub fn new(host: Arc<Host>) -> Self {
-        let tools = host.registry().iter().map(|tool| mcp_tool(tool.spec())).collect();
+        let tools = host.registry().iter().map(|tool| mcp_tool(tool.spec(), open_world(tool))).collect();
         Self { host, tools }
     }
 
@@ -90,7 +90,7 @@ impl ToolhostServer {
 }
 
 /// The MCP view of one tool: name, description, `inputSchema`, hints.
-fn mcp_tool(spec: &ToolSpec) -> Tool {
+fn mcp_tool(spec: &ToolSpec, open_world: bool) -> Tool {
     let schema = match &spec.parameters {
         Value::Object(schema) => schema.clone(),
         // Specs are validated as object schemas at load; keep the protocol's
@@ -101,7 +101,7 @@ fn mcp_tool(spec: &ToolSpec) -> Tool {
         .read_only(spec.read_only)
         .destructive(spec.destructive && !spec.read_only)
         .idempotent(spec.read_only)
-        .open_world(open_world(spec));
+        .open_world(open_world);
     Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema)).with_annotations(annotations)
 }
 
