@@ -95,6 +95,31 @@ impl Tool {
     }
 }
 
+/// Check an argument schema the way the host and a model rely on it: an
+/// object schema that refuses unknown fields, and every property with one
+/// plain `type` (the host coerces quoted scalars by it) and a one-line
+/// description (the model reads it). For tool authors' unit tests:
+/// `check_schema("my_tool", &schemars::schema_for!(Args).to_value())`.
+pub fn check_schema(tool: &str, schema: &serde_json::Value) -> Result<(), String> {
+    if schema["type"] != "object" {
+        return Err(format!("{tool}: the schema is not an object schema"));
+    }
+    if schema["additionalProperties"] != false {
+        return Err(format!("{tool}: unknown fields are not refused (add #[serde(deny_unknown_fields)])"));
+    }
+    let props = schema["properties"].as_object().ok_or_else(|| format!("{tool}: no properties"))?;
+    for (name, prop) in props {
+        if !prop["type"].is_string() {
+            return Err(format!("{tool}.{name}: no single plain `type`: {prop}"));
+        }
+        let description = prop["description"].as_str().unwrap_or("");
+        if description.len() <= 10 || description.contains('\n') {
+            return Err(format!("{tool}.{name}: needs a one-line description (a doc comment): {prop}"));
+        }
+    }
+    Ok(())
+}
+
 /// Glue between the WIT exports and [`Tool`]s. Used by the export macro.
 #[doc(hidden)]
 pub mod __dispatch {
@@ -143,5 +168,26 @@ pub mod __dispatch {
                 metadata: out.metadata.map(|m| m.to_string()),
             })
             .map_err(|e| wit::ToolError { code: e.code, message: e.message })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_schema;
+    use serde_json::json;
+
+    #[test]
+    fn check_schema_names_what_is_missing() {
+        let good = json!({"type": "object", "additionalProperties": false,
+                          "properties": {"path": {"type": "string", "description": "The file to read."}}});
+        assert_eq!(check_schema("t", &good), Ok(()));
+        let open = json!({"type": "object", "properties": {}});
+        assert!(check_schema("t", &open).unwrap_err().contains("deny_unknown_fields"));
+        let untyped = json!({"type": "object", "additionalProperties": false,
+                             "properties": {"n": {"type": ["integer", "null"], "description": "A number of things."}}});
+        assert!(check_schema("t", &untyped).unwrap_err().starts_with("t.n: no single plain `type`"));
+        let undocumented = json!({"type": "object", "additionalProperties": false,
+                                  "properties": {"n": {"type": "integer"}}});
+        assert!(check_schema("t", &undocumented).unwrap_err().contains("description"));
     }
 }

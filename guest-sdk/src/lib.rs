@@ -47,7 +47,7 @@ pub mod log;
 
 pub use context::Context;
 pub use error::{ToolError, codes};
-pub use export::{Output, Tool, tool};
+pub use export::{Output, Tool, check_schema, tool};
 
 /// The generated bindings of the `toolhost:plugin` world. Tool authors do not
 /// need them directly; [`export_tools!`] uses them.
