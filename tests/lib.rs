@@ -14,6 +14,28 @@ pub const SOCKETS_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_SOCKETS");
 /// A plugin that imports the pinned fetch (`fetch_raw`: fetch a URL as given).
 pub const NET_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_NET");
 
+/// The tools of `builtin:fs`, sorted.
+pub const FS_TOOLS: [&str; 6] =
+    ["edit_file", "find_files", "grep_files", "list_dir", "read_file", "write_file"];
+
+/// The hostile plugin's tools, in its own order.
+pub const HOSTILE_TOOLS: [&str; 14] = [
+    "noop",
+    "spin",
+    "slow",
+    "hog",
+    "flood",
+    "big_output",
+    "read_path",
+    "write_path",
+    "write_path_rw",
+    "counter",
+    "panic",
+    "exit",
+    "env",
+    "echo",
+];
+
 /// The directory of the built `toolhost` binary's workspace.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()

@@ -7,9 +7,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use toolhost_tests::{HOSTILE_WASM, SOCKETS_WASM, toolhost_bin};
-
-const BUILTINS: [&str; 6] = ["edit_file", "find_files", "grep_files", "list_dir", "read_file", "write_file"];
+use toolhost_tests::{FS_TOOLS, HOSTILE_TOOLS, HOSTILE_WASM, SOCKETS_WASM, toolhost_bin};
 
 /// Run `toolhost ARGS` in `cwd`, with `env` added.
 fn run_in(cwd: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
@@ -64,7 +62,7 @@ fn call_json(dir: &Path, name: &str, args: &str, extra: &[&str]) -> (i32, Value)
 /// filesystem tool among them.
 fn assert_sorted_and_has_builtins(names: &[&str]) {
     assert!(names.windows(2).all(|w| w[0] < w[1]), "not sorted or not unique: {names:?}");
-    for builtin in BUILTINS {
+    for builtin in FS_TOOLS {
         assert!(names.contains(&builtin), "{builtin} is missing from {names:?}");
     }
 }
@@ -101,7 +99,7 @@ fn list_json_has_sorted_tools_with_object_schemas_and_plugins() {
     assert_sorted_and_has_builtins(&names);
     for tool in tools {
         assert_eq!(tool["parameters"]["type"], "object", "{tool}");
-        if BUILTINS.contains(&tool["name"].as_str().unwrap()) {
+        if FS_TOOLS.contains(&tool["name"].as_str().unwrap()) {
             assert_eq!(tool["plugin"], "builtin:fs", "{tool}");
         }
         assert!(tool["description"].as_str().is_some_and(|d| !d.is_empty()), "{tool}");
@@ -304,26 +302,7 @@ fn inspect_shows_hash_imports_and_tools() {
     let tools_at = text.find("\ntools:\n").unwrap_or_else(|| panic!("no tools section: {text}"));
     let tools: Vec<&str> =
         text[tools_at..].lines().skip(2).map(|l| l.trim().split([':', ' ']).next().unwrap_or("")).collect();
-    assert_eq!(
-        tools,
-        [
-            "noop",
-            "spin",
-            "slow",
-            "hog",
-            "flood",
-            "big_output",
-            "read_path",
-            "write_path",
-            "write_path_rw",
-            "counter",
-            "panic",
-            "exit",
-            "env",
-            "echo"
-        ],
-        "{text}"
-    );
+    assert_eq!(tools, HOSTILE_TOOLS, "{text}");
     assert!(text.contains("  noop (read-only): Does nothing."), "{text}");
 
     let out = run(&["inspect", HOSTILE_WASM, "--json"]);

@@ -10,28 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost::{CancellationToken, EngineSettings, Host, Limits, LoadError, ToolCall, ToolResult};
-use toolhost_tests::{HOSTILE_WASM, SOCKETS_WASM, hostile_host, test_engine_settings};
-
-/// The builtin tools, sorted.
-const BUILTINS: [&str; 6] = ["edit_file", "find_files", "grep_files", "list_dir", "read_file", "write_file"];
-
-/// The hostile plugin's tools, in its own order.
-const HOSTILE_TOOLS: [&str; 14] = [
-    "noop",
-    "spin",
-    "slow",
-    "hog",
-    "flood",
-    "big_output",
-    "read_path",
-    "write_path",
-    "write_path_rw",
-    "counter",
-    "panic",
-    "exit",
-    "env",
-    "echo",
-];
+use toolhost_tests::{
+    FS_TOOLS, HOSTILE_TOOLS, HOSTILE_WASM, SOCKETS_WASM, hostile_host, test_engine_settings,
+};
 
 async fn call(host: &Host, name: &str, args: Value) -> ToolResult {
     host.execute(ToolCall::new(name, args)).await
@@ -233,7 +214,7 @@ async fn definitions_are_sorted_and_complete() {
     let mut unique = names.clone();
     unique.dedup();
     assert_eq!(unique, names, "a name is listed twice");
-    for name in BUILTINS.iter().chain(HOSTILE_TOOLS.iter()) {
+    for name in FS_TOOLS.iter().chain(HOSTILE_TOOLS.iter()) {
         assert!(names.contains(name), "{name} is missing from {names:?}");
     }
 

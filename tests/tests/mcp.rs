@@ -15,9 +15,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
-use toolhost_tests::{HOSTILE_WASM, toolhost_bin, workspace_root};
-
-const BUILTINS: [&str; 6] = ["edit_file", "find_files", "grep_files", "list_dir", "read_file", "write_file"];
+use toolhost_tests::{FS_TOOLS, HOSTILE_WASM, toolhost_bin, workspace_root};
 
 /// Fuel that never runs out: only the deadline or cancellation stops `spin`.
 const NO_FUEL_LIMIT: &str = "18446744073709551615";
@@ -81,7 +79,7 @@ async fn lists_every_tool_sorted_with_schemas_and_hints() {
     let mut sorted = names.clone();
     sorted.sort_unstable();
     assert_eq!(names, sorted, "tools come sorted by name");
-    for expected in BUILTINS.iter().chain(&["noop", "spin", "slow", "echo"]) {
+    for expected in FS_TOOLS.iter().chain(&["noop", "spin", "slow", "echo"]) {
         assert!(names.contains(expected), "{expected} missing from {names:?}");
     }
     for tool in &tools {
