@@ -19,7 +19,7 @@ pub const FS_TOOLS: [&str; 6] =
     ["edit_file", "find_files", "grep_files", "list_dir", "read_file", "write_file"];
 
 /// The hostile plugin's tools, in its own order.
-pub const HOSTILE_TOOLS: [&str; 14] = [
+pub const HOSTILE_TOOLS: [&str; 15] = [
     "noop",
     "spin",
     "slow",
@@ -34,6 +34,7 @@ pub const HOSTILE_TOOLS: [&str; 14] = [
     "exit",
     "env",
     "echo",
+    "tamper",
 ];
 
 /// The directory of the built `toolhost` binary's workspace.
@@ -58,6 +59,8 @@ pub async fn hostile_host(limits: toolhost::Limits) -> (toolhost::Host, tempfile
         .work_dir(dir.path())
         .limits(limits)
         .engine_settings(test_engine_settings())
+        // These tests are about the sandbox, not the permissions: nothing asks.
+        .mode(toolhost::Mode::Yolo)
         .plugin_file(HOSTILE_WASM)
         .build()
         .await
@@ -91,4 +94,31 @@ pub fn toolhost_bin() -> &'static Path {
         if bin.is_file() { Ok(bin) } else { Err(format!("no toolhost binary at {}", bin.display())) }
     });
     bin.as_deref().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The example tool `name` written in another language (`plugins/examples/`),
+/// as built by `scripts/examples` into `target/examples/NAME.wasm`. Panics
+/// when it is missing: `./scripts/test` builds the examples first, and a test
+/// that cannot find them must fail rather than pass without running.
+pub fn example_wasm(name: &str) -> PathBuf {
+    let path = workspace_root().join("target").join("examples").join(format!("{name}.wasm"));
+    assert!(
+        path.is_file(),
+        "{} is missing: build the example tools with ./scripts/examples (./scripts/test does)",
+        path.display()
+    );
+    path
+}
+
+/// A guest toolchain installed by `scripts/examples` under
+/// `target/toolchains/` (`py/bin/componentize-py`,
+/// `js/node_modules/.bin/componentize-js`). Panics when it is missing.
+pub fn toolchain(relative: &str) -> PathBuf {
+    let path = workspace_root().join("target").join("toolchains").join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: install the pinned toolchains with ./scripts/examples (./scripts/test does)",
+        path.display()
+    );
+    path
 }

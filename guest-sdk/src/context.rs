@@ -1,5 +1,6 @@
 //! What a tool knows about the call it is running, and path confinement.
 
+use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::{ToolError, codes};
@@ -60,6 +61,13 @@ impl Context {
             None => path.display().to_string(),
         }
     }
+
+    /// Map an I/O error on `path` to the code the model can act on
+    /// (`not_found`, `access_denied`, `io_error`), naming the path as the
+    /// model sees it: relative to the work dir, like [`Context::display`].
+    pub fn io_error(&self, err: &io::Error, path: &Path) -> ToolError {
+        ToolError::io(err, Path::new(&self.display(path)))
+    }
 }
 
 /// Lexically drop `.` and resolve `..`; `None` when `..` climbs above the
@@ -118,6 +126,12 @@ mod tests {
     fn no_work_dir_is_no_filesystem() {
         let err = Context::new("c", None).resolve("a").unwrap_err();
         assert_eq!(err.code, codes::NO_FILESYSTEM);
+    }
+
+    #[test]
+    fn io_errors_name_the_path_as_the_model_sees_it() {
+        let err = ctx().io_error(&io::Error::from(io::ErrorKind::NotFound), Path::new("/work/proj/a/b.txt"));
+        assert_eq!(err.to_string(), "not_found: a/b.txt does not exist");
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub mod codes {
     pub const FORBIDDEN_PATH: &str = "forbidden_path";
     /// The tool has no filesystem access in this call.
     pub const NO_FILESYSTEM: &str = "no_filesystem";
+    /// The path names a directory where a file was expected.
+    pub const IS_DIRECTORY: &str = "is_directory";
+    /// The file is not text (a NUL byte, or not valid UTF-8).
+    pub const BINARY_FILE: &str = "binary_file";
     /// Any other I/O failure.
     pub const IO_ERROR: &str = "io_error";
 }

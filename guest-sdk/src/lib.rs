@@ -36,7 +36,8 @@
 //! The host runs every call in a fresh instance, so nothing a tool stores in a
 //! global survives to the next call. The work directory (when the tool has
 //! filesystem access) is the only directory the tool can see; resolve the
-//! paths the model passes with [`Context::resolve`].
+//! paths the model passes with [`Context::resolve`], or read a text file the
+//! model names with [`fs::read_text`] (every failure a code the model can act on).
 
 mod context;
 mod error;

@@ -28,6 +28,9 @@ pub mod codes {
     pub const OUTPUT_NOT_FOUND: &str = "output_not_found";
     /// The host could not run the call (instance slots exhausted, …).
     pub const HOST_ERROR: &str = "host_error";
+    /// The permissions refused the call (a deny rule, the mode, a protected path,
+    /// or nobody approved it); the tool did not run.
+    pub const PERMISSION_DENIED: &str = "permission_denied";
 }
 
 /// A failed call: a stable `snake_case` code and a message naming what was
@@ -106,6 +109,22 @@ pub enum LoadError {
     /// Two tools have the same name.
     #[error("duplicate_tool: {0}")]
     DuplicateTool(String),
+    /// The component's bytes are not the ones the policy approved.
+    #[error(
+        "identity_mismatch: {plugin}: the component's sha256 is {actual}, the policy pins {expected}; \
+         it changed since it was approved (re-approve it with `toolhost add`)"
+    )]
+    IdentityMismatch {
+        /// The plugin.
+        plugin: String,
+        /// The sha256 in the policy.
+        expected: String,
+        /// The sha256 of the bytes.
+        actual: String,
+    },
+    /// The policy file is malformed.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::PolicyError),
 }
 
 impl LoadError {

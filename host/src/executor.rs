@@ -3,9 +3,11 @@
 //!
 //! Order of a call: look the tool up (`unknown_tool`) → already cancelled?
 //! (`cancelled`, nothing runs) → coerce and validate the arguments
-//! (`invalid_args`) → run in a fresh sandbox under the merged deadline and
-//! cancellation → bound the output (`output_limit`) → keep the full output by
-//! call id → clamp what the model reads, head + tail.
+//! (`invalid_args`) → authorize (`permission_denied`, nothing runs; see
+//! [`crate::authorize`]) → run in a fresh sandbox with the plugin's grants and
+//! limits, under the merged deadline and cancellation → redact secrets → bound
+//! the output (`output_limit`) → keep the full output by call id → clamp what
+//! the model reads, head + tail.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,12 +16,13 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::authorize::PermissionNote;
 use crate::error::{CallError, codes};
 use crate::host::Host;
 use crate::output::{Omitted, clamp};
 use crate::plugin::Plugin;
 use crate::registry::Runner;
-use crate::sandbox::{self, CallSpec, FsGrant};
+use crate::sandbox::{self, CallSpec};
 use crate::spec::ToolSpec;
 
 /// A request to run one tool.
@@ -70,6 +73,8 @@ pub struct ToolResult {
     pub display: Option<String>,
     /// Structured facts from the tool.
     pub metadata: Option<Value>,
+    /// What the permissions decided, and why (absent when the call failed before).
+    pub permission: Option<PermissionNote>,
     /// What the clamp cut from the middle of `output`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omitted: Option<Omitted>,
@@ -94,9 +99,15 @@ impl ToolResult {
             error: Some(error),
             display: None,
             metadata: None,
+            permission: None,
             omitted: None,
             duration: started.elapsed(),
         }
+    }
+
+    fn with_permission(mut self, note: PermissionNote) -> Self {
+        self.permission = Some(note);
+        self
     }
 
     /// The error code, when the call failed.
@@ -128,27 +139,35 @@ impl Host {
             Ok(args) => args,
             Err(err) => return ToolResult::failed(call_id, err, started),
         };
-        let run = match tool.runner() {
-            Runner::Native(native) => native.call(self, args).map(|out| RawOutput {
-                content: out.content,
-                display: None,
-                metadata: out.metadata,
-            }),
-            Runner::Wasm(plugin) => self.run_wasm(plugin, tool.spec(), &args, &call_id, &call.cancel).await,
+        let permission = match self.authorize(&call_id, tool, &args, &call.cancel).await {
+            Ok(note) => note,
+            Err((note, err)) => return ToolResult::failed(call_id, err, started).with_permission(note),
+        };
+        let (run, limits) = match tool.runner() {
+            Runner::Native(native) => {
+                let out = native.call(self, args);
+                (
+                    out.map(|out| RawOutput { content: out.content, display: None, metadata: out.metadata }),
+                    self.limits(),
+                )
+            }
+            Runner::Wasm(plugin) => {
+                let out = self.run_wasm(plugin, tool.spec(), &args, &call_id, &call.cancel).await;
+                (out.map_err(|e| redact_error(plugin, e)).map(|out| redact(plugin, out)), plugin.limits())
+            }
         };
         let output = match run {
             Ok(output) => output,
-            Err(err) => return ToolResult::failed(call_id, err, started),
+            Err(err) => return ToolResult::failed(call_id, err, started).with_permission(permission),
         };
 
-        let limits = self.limits();
         let size = output.content.len() + output.display.as_ref().map_or(0, String::len);
         if size > limits.output_bytes {
             let err = CallError::new(
                 codes::OUTPUT_LIMIT,
                 format!("the tool returned {size} bytes; the limit is {} bytes", limits.output_bytes),
             );
-            return ToolResult::failed(call_id, err, started);
+            return ToolResult::failed(call_id, err, started).with_permission(permission);
         }
         let (text, omitted) = clamp(&output.content, limits.clamp_bytes, &call_id);
         self.outputs().put(&call_id, Arc::from(output.content));
@@ -159,6 +178,7 @@ impl Host {
             error: None,
             display: output.display,
             metadata: output.metadata,
+            permission: Some(permission),
             omitted,
             duration: started.elapsed(),
         }
@@ -174,11 +194,8 @@ impl Host {
         call_id: &str,
         cancel: &CancellationToken,
     ) -> Result<RawOutput, CallError> {
-        let limits = self.limits();
-        let fs = match self.work_dir() {
-            Some(dir) => FsGrant::WorkDir { dir: dir.to_path_buf(), writable: !spec.read_only },
-            None => FsGrant::None,
-        };
+        let limits = plugin.limits();
+        let fs = plugin.fs_grant(self.work_dir(), !spec.read_only);
         let args_json = args.to_string();
         // Waiting for a free instance slot is part of the call: cancellation
         // ends the wait too.
@@ -200,7 +217,15 @@ impl Host {
                 net: self.net_access(plugin),
             },
         )
-        .await?;
+        .await;
+        // A plugin that could write the work dir may have written the policy file.
+        if fs.writable
+            && let Some(guard) = &self.policy_guard
+            && let Err(why) = guard.check()
+        {
+            return Err(CallError::new(codes::PERMISSION_DENIED, why));
+        }
+        let output = output?;
         let metadata = match output.metadata.as_deref().map(serde_json::from_str::<Value>) {
             None => None,
             Some(Ok(value)) => Some(value),
@@ -213,4 +238,28 @@ impl Host {
         };
         Ok(RawOutput { content: output.content, display: output.display, metadata })
     }
+}
+
+/// `output` with the plugin's secrets redacted.
+fn redact(plugin: &Plugin, mut output: RawOutput) -> RawOutput {
+    let redactor = plugin.redactor();
+    if let std::borrow::Cow::Owned(text) = redactor.redact(&output.content) {
+        output.content = text;
+    }
+    if let Some(display) = &mut output.display
+        && let std::borrow::Cow::Owned(text) = redactor.redact(display)
+    {
+        *display = text;
+    }
+    if let Some(metadata) = &mut output.metadata {
+        redactor.redact_json(metadata);
+    }
+    output
+}
+
+fn redact_error(plugin: &Plugin, mut err: CallError) -> CallError {
+    if let std::borrow::Cow::Owned(text) = plugin.redactor().redact(&err.message) {
+        err.message = text;
+    }
+    err
 }

@@ -8,11 +8,11 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
 use crate::bindings::toolhost::plugin::files;
-use crate::sandbox::{CallState, FsGrant};
+use crate::sandbox::CallState;
 
 impl files::Host for CallState {
     fn copy_permissions(&mut self, from: String, to: String) -> Result<(), String> {
-        let FsGrant::WorkDir { dir, writable: true } = self.fs() else {
+        let Some(dir) = self.fs().writable_dir() else {
             return Err("this call may not change files".into());
         };
         let root = Dir::open_ambient_dir(dir, ambient_authority()).map_err(|e| e.to_string())?;

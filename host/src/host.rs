@@ -2,37 +2,44 @@
 //! the output store, built once by [`HostBuilder`] and shared by every call.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmtime::component::Linker;
 
 use crate::bindings::NetworkedPlugin as PluginWorld;
-use crate::builtins;
-use crate::engine::{Engine, EngineSettings};
+use crate::engine::Engine;
 use crate::error::LoadError;
 use crate::fetch::{FetchClient, NetAccess, NetworkSettings};
+use crate::grants::{GrantSource, PluginGrants};
 use crate::limits::Limits;
 use crate::output::OutputStore;
 use crate::plugin::Plugin;
+use crate::policy::{Approver, Decision, Permissions, PolicyError, PolicyGuard, Rule};
 use crate::registry::Registry;
 use crate::sandbox::CallState;
 use crate::spec::ToolDefinition;
 
-/// Default byte budget of the output store.
-pub(crate) const DEFAULT_OUTPUT_STORE_BYTES: usize = 64 << 20;
+pub use crate::builder::HostBuilder;
 
 /// A tool host: build it once, then [`Host::execute`] calls concurrently.
 pub struct Host {
-    engine: Engine,
-    plugins: Vec<Arc<Plugin>>,
-    registry: Registry,
-    limits: Limits,
-    work_dir: Option<PathBuf>,
-    outputs: OutputStore,
-    slots: Semaphore,
-    network: NetworkSettings,
-    fetch: Arc<FetchClient>,
+    pub(crate) engine: Engine,
+    pub(crate) plugins: Vec<Arc<Plugin>>,
+    pub(crate) registry: Registry,
+    pub(crate) limits: Limits,
+    pub(crate) work_dir: Option<PathBuf>,
+    pub(crate) outputs: OutputStore,
+    pub(crate) slots: Semaphore,
+    pub(crate) network: NetworkSettings,
+    pub(crate) fetch: Arc<FetchClient>,
+    pub(crate) permissions: RwLock<Permissions>,
+    pub(crate) approver: Option<Arc<dyn Approver>>,
+    pub(crate) approval_turn: tokio::sync::Mutex<()>,
+    /// Where "always" answers are saved.
+    pub(crate) policy_path: Option<PathBuf>,
+    /// Watches the policy file when a plugin could write it.
+    pub(crate) policy_guard: Option<PolicyGuard>,
 }
 
 impl Host {
@@ -88,184 +95,65 @@ impl Host {
     }
 
     /// Look at a component file the way `toolhost inspect` does: hash,
-    /// imports, tools, and why it would be refused, without registering it.
-    /// It is judged as a third-party plugin under the default network
-    /// settings (no hosts granted).
-    pub async fn inspect(engine: &Engine, path: &Path) -> Result<crate::plugin::Inspection, LoadError> {
+    /// imports, what they ask for, tools, and why it would be refused under
+    /// `grants` (default: a third-party plugin with nothing granted but the work
+    /// dir), without registering it.
+    pub async fn inspect(
+        engine: &Engine,
+        path: &Path,
+        grants: Option<&PluginGrants>,
+    ) -> Result<crate::plugin::Inspection, LoadError> {
         let bytes = std::fs::read(path)
             .map_err(|source| LoadError::Read { path: path.display().to_string(), source })?;
         let name = path.display().to_string();
-        let net = NetworkSettings::default().grant_for(&name);
-        crate::plugin::inspect(engine, &linker(engine.wasmtime())?, &name, &bytes, &net).await
+        let default = PluginGrants::new(GrantSource::AdHoc, Limits::default());
+        let grants = grants.unwrap_or(&default);
+        crate::plugin::inspect(engine, &linker(engine.wasmtime())?, &name, &bytes, grants).await
+    }
+
+    /// The permission mode, rules and protected paths in force.
+    pub fn permissions(&self) -> Permissions {
+        self.permissions.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// What the permissions say about a call to `tool` with `args`, without asking
+    /// anyone.
+    pub fn decide(&self, tool: &str, read_only: bool, args: &serde_json::Value) -> Decision {
+        self.permissions.read().unwrap_or_else(|e| e.into_inner()).decide(tool, read_only, args)
+    }
+
+    pub(crate) fn approver(&self) -> Option<&Arc<dyn Approver>> {
+        self.approver.as_ref()
+    }
+
+    pub(crate) async fn approval_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.approval_turn.lock().await
+    }
+
+    /// Add the allow rule `rule` for the rest of the session and save it to the
+    /// policy file (the in-memory rule stays even if saving fails).
+    pub(crate) fn allow_always(&self, rule: &str) -> Result<(), PolicyError> {
+        let parsed = Rule::parse(rule).map_err(|message| PolicyError::Write {
+            path: String::new(),
+            message: format!("the suggested rule is not valid: {message}"),
+        })?;
+        {
+            let mut permissions = self.permissions.write().unwrap_or_else(|e| e.into_inner());
+            if !permissions.allow.contains(&parsed) {
+                permissions.allow.push(parsed);
+            }
+        }
+        let Some(path) = &self.policy_path else { return Ok(()) };
+        let save = || crate::policy::add_allow_rule(path, rule);
+        match &self.policy_guard {
+            Some(guard) => guard.host_write(save),
+            None => save(),
+        }
     }
 
     /// Wait for a free instance slot (bounded by the pooling allocator).
     pub(crate) async fn call_slot(&self) -> Option<SemaphorePermit<'_>> {
         self.slots.acquire().await.ok()
-    }
-}
-
-/// Configures and builds a [`Host`]. Deny by default: without
-/// [`HostBuilder::work_dir`] tools get no filesystem at all.
-#[derive(Default)]
-pub struct HostBuilder {
-    work_dir: Option<PathBuf>,
-    limits: Limits,
-    no_builtins: bool,
-    plugins: Vec<PluginSource>,
-    allow: Option<Vec<String>>,
-    engine: EngineSettings,
-    output_store_bytes: Option<usize>,
-    network: NetworkSettings,
-    env: Vec<(String, String, String)>,
-}
-
-enum PluginSource {
-    File(PathBuf),
-    Bytes(String, Vec<u8>),
-}
-
-impl HostBuilder {
-    /// The directory tools work in: preopened for each call (read-only for
-    /// read-only tools). It must exist.
-    pub fn work_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.work_dir = Some(dir.into());
-        self
-    }
-
-    /// Per-call limits (defaults: [`Limits::default`]).
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Leave out the builtin tools.
-    pub fn without_builtins(mut self) -> Self {
-        self.no_builtins = true;
-        self
-    }
-
-    /// Load a third-party component from a file.
-    pub fn plugin_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.plugins.push(PluginSource::File(path.into()));
-        self
-    }
-
-    /// Load a third-party component from bytes, shown as `name`.
-    pub fn plugin_bytes(mut self, name: impl Into<String>, bytes: Vec<u8>) -> Self {
-        self.plugins.push(PluginSource::Bytes(name.into(), bytes));
-        self
-    }
-
-    /// Only offer the tools named here (an unknown name is an error).
-    pub fn allow_tools(mut self, names: Vec<String>) -> Self {
-        self.allow = Some(names);
-        self
-    }
-
-    /// Engine settings: concurrency and the compile cache directory.
-    pub fn engine_settings(mut self, settings: EngineSettings) -> Self {
-        self.engine = settings;
-        self
-    }
-
-    /// Grant the environment variable `key=value` to the plugin named
-    /// `plugin` (`builtin:web`, or the path given to `plugin_file`). A plugin
-    /// sees no other variable: nothing is inherited from the host.
-    pub fn plugin_env(
-        mut self,
-        plugin: impl Into<String>,
-        key: impl Into<String>,
-        value: impl Into<String>,
-    ) -> Self {
-        self.env.push((plugin.into(), key.into(), value.into()));
-        self
-    }
-
-    /// Byte budget of the store of full outputs.
-    pub fn output_store_bytes(mut self, bytes: usize) -> Self {
-        self.output_store_bytes = Some(bytes);
-        self
-    }
-
-    /// Network settings: which hosts builtin and third-party plugins may fetch
-    /// from, the private-target opt-out, and the resolver and connector (see
-    /// [`NetworkSettings`]; by default builtins may reach any public host and
-    /// third-party plugins none).
-    pub fn network(mut self, settings: NetworkSettings) -> Self {
-        self.network = settings;
-        self
-    }
-
-    /// Create the engine, load every plugin, register their tools.
-    pub async fn build(self) -> Result<Host, LoadError> {
-        let Self { work_dir, limits, no_builtins, plugins, allow, engine, output_store_bytes, network, env } =
-            self;
-        if network.allow_private {
-            tracing::warn!(
-                "plugins may fetch private, loopback and link-local addresses (the private-network opt-out is on)"
-            );
-        }
-        let work_dir = work_dir
-            .map(|dir| match dir.canonicalize() {
-                Ok(dir) if dir.is_dir() => Ok(dir),
-                Ok(dir) => Err(LoadError::WorkDir(format!("{} is not a directory", dir.display()))),
-                Err(e) => Err(LoadError::WorkDir(format!("{}: {e}", dir.display()))),
-            })
-            .transpose()?;
-
-        let slots = Semaphore::new(engine.max_concurrent_calls.max(1) as usize);
-        let engine = Engine::new(&engine)?;
-        let linker = linker(engine.wasmtime())?;
-
-        let mut sources: Vec<(String, Vec<u8>)> = Vec::new();
-        if !no_builtins {
-            sources.extend(builtins::ALL.iter().map(|(name, bytes)| (name.to_string(), bytes.to_vec())));
-        }
-        for source in plugins {
-            sources.push(match source {
-                PluginSource::Bytes(name, bytes) => (name, bytes),
-                PluginSource::File(path) => {
-                    let bytes = std::fs::read(&path)
-                        .map_err(|source| LoadError::Read { path: path.display().to_string(), source })?;
-                    (path.display().to_string(), bytes)
-                }
-            });
-        }
-
-        let mut registry = Registry::new();
-        let mut loaded = Vec::with_capacity(sources.len());
-        for (name, bytes) in sources {
-            let grant = network.grant_for(&name);
-            let mut plugin = Plugin::load(&engine, &linker, &name, &bytes, &grant).await?;
-            plugin.set_env(
-                env.iter().filter(|(p, _, _)| *p == name).map(|(_, k, v)| (k.clone(), v.clone())).collect(),
-            );
-            let plugin = Arc::new(plugin);
-            registry.register(plugin.clone())?;
-            loaded.push(plugin);
-        }
-        if !no_builtins {
-            registry.register_native(Arc::new(crate::native::ReadOutput))?;
-        }
-        if let Some(allow) = allow {
-            let unknown = registry.retain(&allow);
-            if !unknown.is_empty() {
-                return Err(LoadError::UnknownAllowed(unknown.join(", ")));
-            }
-        }
-
-        Ok(Host {
-            engine,
-            plugins: loaded,
-            registry,
-            limits,
-            work_dir,
-            outputs: OutputStore::new(output_store_bytes.unwrap_or(DEFAULT_OUTPUT_STORE_BYTES)),
-            slots,
-            fetch: Arc::new(network.client()),
-            network,
-        })
     }
 }
 

@@ -23,8 +23,10 @@
 //! ```
 
 pub mod args;
+mod authorize;
 pub mod batch;
 mod bindings;
+mod builder;
 mod builtins;
 mod cache;
 pub mod engine;
@@ -32,6 +34,7 @@ pub mod error;
 pub mod executor;
 pub mod fetch;
 mod files;
+pub mod grants;
 mod host;
 mod ids;
 pub mod limits;
@@ -40,17 +43,21 @@ mod native;
 pub mod output;
 mod pipe;
 pub mod plugin;
+pub mod policy;
 pub mod registry;
 pub mod sandbox;
 pub mod spec;
 
+pub use authorize::PermissionNote;
 pub use engine::{Engine, EngineSettings};
 pub use error::{CallError, LoadError, codes};
 pub use executor::{ToolCall, ToolResult};
 pub use fetch::{HostPattern, NetGrant, NetworkSettings};
+pub use grants::{FsAccess, PluginGrants, Sockets};
 pub use host::{Host, HostBuilder};
 pub use limits::Limits;
 pub use mcp::{ToolhostServer, serve_stdio};
 pub use native::READ_OUTPUT;
+pub use policy::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, PolicyError};
 pub use spec::{ToolDefinition, ToolSpec};
 pub use tokio_util::sync::CancellationToken;

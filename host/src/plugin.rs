@@ -15,8 +15,10 @@ use crate::bindings::NetworkedPluginPre as PluginPre;
 use crate::engine::Engine;
 use crate::error::LoadError;
 use crate::fetch::NetGrant;
+use crate::grants::{FsAccess, PluginGrants, Sockets};
 use crate::limits::Limits;
 use crate::pipe::CappedPipe;
+use crate::policy::Redactor;
 use crate::sandbox::{CallState, FsGrant};
 use crate::spec::ToolSpec;
 
@@ -31,8 +33,11 @@ const GRANTED_IMPORTS: &[(&str, &str)] = &[
     ("wasi:filesystem/", "the work dir preopen, when the call grants it"),
 ];
 
-/// The pinned-fetch interface: granted only to a plugin whose [`NetGrant`] lists hosts.
+/// The pinned-fetch interface: granted only to a plugin whose network grant lists hosts.
 const FETCH_INTERFACE: &str = "toolhost:plugin/fetch";
+
+/// Socket interfaces: linked only when the grants stub them (every operation refused).
+const SOCKETS_PREFIX: &str = "wasi:sockets/";
 
 /// A loaded plugin: a compiled component ready to instantiate per call, and
 /// the tools it declared.
@@ -46,7 +51,9 @@ pub struct Plugin {
     tools: Vec<ToolSpec>,
     /// `Some` only when the component imports fetch (and its grant lists hosts).
     net: Option<Arc<NetGrant>>,
-    env: Vec<(String, String)>,
+    grants: PluginGrants,
+    read_dirs: Arc<[std::path::PathBuf]>,
+    redactor: Redactor,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -59,22 +66,32 @@ impl std::fmt::Debug for Plugin {
 }
 
 impl Plugin {
-    /// Load the component `bytes` under the display name `name`, with the network grant
-    /// `net` (used only if the component imports fetch; refused then if it lists no host).
+    /// Load the component `bytes` under the display name `name` with `grants`: its
+    /// sha256 must match the pinned one (`identity_mismatch`), and every import must be
+    /// granted (`capability_denied`) before any of its code runs.
     pub async fn load(
         engine: &Engine,
         linker: &Linker<CallState>,
         name: &str,
         bytes: &[u8],
-        net: &NetGrant,
+        grants: &PluginGrants,
     ) -> Result<Self, LoadError> {
         let sha256 = hex::encode(Sha256::digest(bytes));
+        if let Some(expected) = &grants.sha256
+            && !expected.eq_ignore_ascii_case(&sha256)
+        {
+            return Err(LoadError::IdentityMismatch {
+                plugin: name.to_string(),
+                expected: expected.clone(),
+                actual: sha256,
+            });
+        }
         let loaded = engine.component(bytes, &sha256)?;
         let component = loaded.component;
 
         let imports = imports_of(engine.wasmtime(), &component);
-        check_imports(&imports, net)?;
-        let net = imports.iter().any(|i| is_fetch(i)).then(|| Arc::new(net.clone()));
+        check_imports(&imports, grants)?;
+        let net = imports.iter().any(|i| is_fetch(i)).then(|| Arc::new(grants.net.clone()));
 
         let instance_pre = linker
             .instantiate_pre(&component)
@@ -96,7 +113,9 @@ impl Plugin {
             pre,
             tools,
             net,
-            env: Vec::new(),
+            read_dirs: grants.read_dirs.clone().into(),
+            redactor: Redactor::new(&grants.env),
+            grants: grants.clone(),
         })
     }
 
@@ -131,12 +150,36 @@ impl Plugin {
 
     /// Environment variables granted to the plugin (each call sees exactly these).
     pub fn env(&self) -> &[(String, String)] {
-        &self.env
+        &self.grants.env
     }
 
-    /// Grant environment variables to the plugin (before it is shared).
-    pub(crate) fn set_env(&mut self, env: Vec<(String, String)>) {
-        self.env = env;
+    /// Everything the plugin is granted.
+    pub fn grants(&self) -> &PluginGrants {
+        &self.grants
+    }
+
+    /// Redacts its output (its granted env values, secret-shaped text).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// The limits of its calls.
+    pub fn limits(&self) -> &Limits {
+        &self.grants.limits
+    }
+
+    /// The filesystem capability of a call to one of its tools (`writes`: the tool
+    /// does not declare read-only) in `work_dir`.
+    pub(crate) fn fs_grant(&self, work_dir: Option<&std::path::Path>, writes: bool) -> FsGrant {
+        let work_dir = match self.grants.fs {
+            FsAccess::None => None,
+            FsAccess::Read | FsAccess::ReadWrite => work_dir.map(std::path::Path::to_path_buf),
+        };
+        FsGrant {
+            writable: work_dir.is_some() && writes && self.grants.fs == FsAccess::ReadWrite,
+            work_dir,
+            read_dirs: self.read_dirs.clone(),
+        }
     }
 
     /// The network grant of this plugin: `None` when it does not import fetch (it has no
@@ -166,26 +209,41 @@ fn is_fetch(import: &str) -> bool {
     import.strip_prefix(FETCH_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
 }
 
-/// Refuse any import outside [`GRANTED_IMPORTS`], naming it and saying why; refuse
-/// `toolhost:plugin/fetch` when `net` grants no host.
-pub fn check_imports(imports: &[String], net: &NetGrant) -> Result<(), LoadError> {
+/// Refuse any import `grants` does not cover, naming it and the grant that would
+/// cover it: `toolhost:plugin/fetch` needs network hosts, `wasi:sockets` the stub,
+/// anything outside [`GRANTED_IMPORTS`] is never provided.
+pub fn check_imports(imports: &[String], grants: &PluginGrants) -> Result<(), LoadError> {
     for import in imports {
-        if is_fetch(import) && net.is_empty() {
-            return Err(LoadError::CapabilityDenied {
-                interface: import.clone(),
-                why: "no network hosts are granted to this plugin (grant some with --allow-host PATTERN)"
-                    .into(),
-            });
+        let denied = |why: String| LoadError::CapabilityDenied { interface: import.clone(), why };
+        if is_fetch(import) {
+            if grants.net.is_empty() {
+                let how = grants.source.how_to_grant("network", "[\"HOST\", …]", "--allow-host PATTERN");
+                return Err(denied(format!(
+                    "no network hosts are granted to this plugin (grant some with {how})"
+                )));
+            }
+            continue;
+        }
+        if import.starts_with(SOCKETS_PREFIX) {
+            if grants.sockets == Sockets::Stub {
+                continue;
+            }
+            let how = grants.source.how_to_grant("sockets", "\"stub\"", "--stub-sockets");
+            return Err(denied(format!(
+                "plugins get no sockets; network access is only through the host's pinned fetch. \
+                 A runtime that imports sockets without using them can be linked with every socket \
+                 operation refused: {how}"
+            )));
         }
         if GRANTED_IMPORTS.iter().any(|(prefix, _)| import.starts_with(prefix)) {
             continue;
         }
-        let why = if import.starts_with("wasi:sockets/") || import.starts_with("wasi:http/") {
-            "plugins get no sockets or raw HTTP; network access is only through the host's pinned fetch"
+        let why = if import.starts_with("wasi:http/") {
+            "plugins get no raw HTTP; network access is only through the host's pinned fetch"
         } else {
             "the host does not provide this interface to plugins"
         };
-        return Err(LoadError::CapabilityDenied { interface: import.clone(), why: why.into() });
+        return Err(denied(why.into()));
     }
     Ok(())
 }
@@ -201,7 +259,7 @@ async fn list_tools(
     let state = CallState::new(
         name.clone(),
         "load",
-        &FsGrant::None,
+        &FsGrant::default(),
         &[],
         &limits,
         CappedPipe::new(limits.stdio_bytes),
@@ -226,6 +284,42 @@ async fn list_tools(
     raw.into_iter().map(ToolSpec::from_wit).collect()
 }
 
+/// What a component asks for, read from its imports.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Requested {
+    /// It imports `wasi:filesystem` (it can use a preopen if it is granted one).
+    pub filesystem: bool,
+    /// It imports `toolhost:plugin/fetch` (it needs network hosts).
+    pub fetch: bool,
+    /// It imports `wasi:sockets` (only ever stubbed).
+    pub sockets: bool,
+    /// It imports `wasi:cli/environment` (it can read granted env variables).
+    pub env: bool,
+    /// Imports the host never provides.
+    pub unknown: Vec<String>,
+}
+
+impl Requested {
+    /// Read the requests off `imports`.
+    pub fn from_imports(imports: &[String]) -> Self {
+        let mut requested = Requested::default();
+        for import in imports {
+            if is_fetch(import) {
+                requested.fetch = true;
+            } else if import.starts_with(SOCKETS_PREFIX) {
+                requested.sockets = true;
+            } else if import.starts_with("wasi:filesystem/") {
+                requested.filesystem = true;
+            } else if import.starts_with("wasi:cli/environment") {
+                requested.env = true;
+            } else if !GRANTED_IMPORTS.iter().any(|(prefix, _)| import.starts_with(prefix)) {
+                requested.unknown.push(import.clone());
+            }
+        }
+        requested
+    }
+}
+
 /// What `toolhost inspect` shows about a component without registering it.
 #[derive(Debug)]
 pub struct Inspection {
@@ -235,27 +329,46 @@ pub struct Inspection {
     pub size: usize,
     /// The imports, sorted.
     pub imports: Vec<String>,
-    /// The tools, when the component loads.
+    /// What the imports ask for.
+    pub requested: Requested,
+    /// The tools (listed with every stubbable import linked and no capability granted).
     pub tools: Vec<ToolSpec>,
-    /// Why the host would refuse it, when it would.
+    /// Why the host would refuse it under the grants it was judged against.
     pub refused: Option<LoadError>,
 }
 
-/// Look at a component: hash, imports, and (if it would load with the network grant
-/// `net`) its tools. Fails only when the bytes are not a component at all.
+/// Look at a component: hash, imports, what they ask for, its tools, and whether
+/// `grants` would let it load. Fails only when the bytes are not a component at all.
 pub async fn inspect(
     engine: &Engine,
     linker: &Linker<CallState>,
     name: &str,
     bytes: &[u8],
-    net: &NetGrant,
+    grants: &PluginGrants,
 ) -> Result<Inspection, LoadError> {
     let sha256 = hex::encode(Sha256::digest(bytes));
     let component = engine.component(bytes, &sha256)?.component;
     let imports = imports_of(engine.wasmtime(), &component);
-    let (tools, refused) = match Plugin::load(engine, linker, name, bytes, net).await {
-        Ok(plugin) => (plugin.tools, None),
-        Err(err) => (Vec::new(), Some(err)),
+    let requested = Requested::from_imports(&imports);
+    // Listing tools runs no call: no preopen, no env, no network client. Link what can
+    // be linked so a component that needs grants still shows its tools.
+    let mut listing = grants.clone();
+    listing.sha256 = None;
+    listing.sockets = Sockets::Stub;
+    if listing.net.is_empty() {
+        listing.net.hosts = vec![crate::fetch::HostPattern::any()];
+    }
+    let refused = match &grants.sha256 {
+        Some(expected) if !expected.eq_ignore_ascii_case(&sha256) => Some(LoadError::IdentityMismatch {
+            plugin: name.to_string(),
+            expected: expected.clone(),
+            actual: sha256.clone(),
+        }),
+        _ => check_imports(&imports, grants).err(),
     };
-    Ok(Inspection { sha256, size: bytes.len(), imports, tools, refused })
+    let (tools, refused) = match Plugin::load(engine, linker, name, bytes, &listing).await {
+        Ok(plugin) => (plugin.tools, refused),
+        Err(err) => (Vec::new(), refused.or(Some(err))),
+    };
+    Ok(Inspection { sha256, size: bytes.len(), imports, requested, tools, refused })
 }

@@ -10,6 +10,7 @@
 //! call's deadline; every other call has no network at all.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -28,27 +29,27 @@ use crate::plugin::Plugin;
 const LOG_LINE_BYTES: usize = 4096;
 const LOG_LINES_PER_CALL: u32 = 1000;
 
-/// The filesystem capability of one call: the work dir, or nothing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FsGrant {
-    /// No preopen at all.
-    None,
-    /// The work dir (host path), preopened under the same path in the guest.
-    WorkDir {
-        /// Canonical host path; also the guest path.
-        dir: PathBuf,
-        /// Whether the guest may create, write and delete in it.
-        writable: bool,
-    },
+/// The filesystem capability of one call: the work dir (or not), and extra
+/// read-only dirs. The default is nothing at all.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FsGrant {
+    /// The work dir (canonical host path; also the guest path), when granted.
+    pub work_dir: Option<PathBuf>,
+    /// Whether the guest may create, write and delete in the work dir.
+    pub writable: bool,
+    /// Directories preopened read-only under their own path.
+    pub read_dirs: Arc<[PathBuf]>,
 }
 
 impl FsGrant {
     /// The guest path of the work dir, if any.
     pub fn guest_path(&self) -> Option<String> {
-        match self {
-            FsGrant::None => None,
-            FsGrant::WorkDir { dir, .. } => Some(dir.to_string_lossy().into_owned()),
-        }
+        self.work_dir.as_ref().map(|dir| dir.to_string_lossy().into_owned())
+    }
+
+    /// The work dir, when the call may write in it.
+    pub fn writable_dir(&self) -> Option<&PathBuf> {
+        self.work_dir.as_ref().filter(|_| self.writable)
     }
 }
 
@@ -105,10 +106,19 @@ impl CallState {
         for (key, value) in env {
             wasi.env(key, value);
         }
-        if let FsGrant::WorkDir { dir, writable } = fs {
-            let perms = if *writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+        // Sockets: a component may import them only when its grants stub them; every
+        // operation is refused here either way (no TCP, UDP, lookups or addresses).
+        wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        wasi.socket_addr_check(|_, _| Box::pin(async { false }));
+        if let Some(dir) = &fs.work_dir {
+            let perms = if fs.writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
             wasi.preopened_dir(dir, dir.to_string_lossy(), perms).map_err(|e| {
                 CallError::new(codes::HOST_ERROR, format!("cannot open work dir {}: {e}", dir.display()))
+            })?;
+        }
+        for dir in fs.read_dirs.iter() {
+            wasi.preopened_dir(dir, dir.to_string_lossy(), FsPerms::ReadOnly).map_err(|e| {
+                CallError::new(codes::HOST_ERROR, format!("cannot open read-only dir {}: {e}", dir.display()))
             })?;
         }
         Ok(Self {

@@ -18,6 +18,7 @@ async fn builtin_host() -> (Host, tempfile::TempDir) {
         .work_dir(dir.path())
         .limits(Limits::default())
         .engine_settings(test_engine_settings())
+        .mode(toolhost::Mode::AcceptEdits)
         .build()
         .await
         .unwrap_or_else(|e| panic!("host with the builtins builds: {e}"));
@@ -193,18 +194,21 @@ async fn write_file_creates_parents_and_reads_back() {
 
     // Escapes are refused and nothing is written outside.
     let r = call(&host, "write_file", json!({"path": "../escaped.txt", "content": "x"})).await;
-    assert_eq!(code(&r), "path_escape");
+    assert_eq!(code(&r), "permission_denied");
+    assert!(message(&r).ends_with("is outside the work dir"), "{}", message(&r));
     assert!(!dir.path().parent().unwrap().join("escaped.txt").exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_file_refuses_git_and_the_host_config() {
+    // The host's protected paths refuse these before the tool runs (the tool's own
+    // `forbidden_path` check behind them is covered by its unit tests).
     let (host, dir) = builtin_host().await;
     write(dir.path(), ".git/config", "[core]\n\trepositoryformatversion = 0\n");
     let r =
         call(&host, "write_file", json!({"path": ".git/config", "content": "[core]\n\thooksPath = /tmp\n"}))
             .await;
-    assert_eq!(code(&r), "forbidden_path", "{:?}", r.error);
+    assert_eq!(code(&r), "permission_denied", "{:?}", r.error);
     assert_eq!(
         fs::read_to_string(dir.path().join(".git/config")).unwrap(),
         "[core]\n\trepositoryformatversion = 0\n"
@@ -212,18 +216,18 @@ async fn write_file_refuses_git_and_the_host_config() {
 
     let r =
         call(&host, "write_file", json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"})).await;
-    assert_eq!(code(&r), "forbidden_path");
+    assert_eq!(code(&r), "permission_denied");
     assert!(!dir.path().join(".git/hooks").exists());
 
     let r = call(&host, "write_file", json!({"path": "toolhost.toml", "content": "[limits]\n"})).await;
-    assert_eq!(code(&r), "forbidden_path", "{:?}", r.error);
-    assert!(message(&r).starts_with("toolhost.toml: "), "{}", message(&r));
+    assert_eq!(code(&r), "permission_denied", "{:?}", r.error);
+    assert_eq!(message(&r), "toolhost.toml is a protected path");
     assert!(!dir.path().join("toolhost.toml").exists());
 
     // edit_file obeys the same rule.
     let r =
         call(&host, "edit_file", json!({"path": ".git/config", "old_string": "0", "new_string": "1"})).await;
-    assert_eq!(code(&r), "forbidden_path");
+    assert_eq!(code(&r), "permission_denied");
     assert_eq!(
         fs::read_to_string(dir.path().join(".git/config")).unwrap(),
         "[core]\n\trepositoryformatversion = 0\n"

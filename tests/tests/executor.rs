@@ -303,6 +303,7 @@ async fn a_plugin_importing_sockets_is_refused_at_load() {
 async fn without_a_work_dir_tools_have_no_filesystem() {
     let host = Host::builder()
         .engine_settings(test_engine_settings())
+        .mode(toolhost::Mode::Yolo)
         .plugin_file(HOSTILE_WASM)
         .build()
         .await

@@ -64,6 +64,7 @@ async fn host(addr: SocketAddr) -> Host {
     Host::builder()
         .engine_settings(test_engine_settings())
         .network(NetworkSettings { allow_private: true, ..NetworkSettings::default() })
+        .mode(toolhost::Mode::Yolo)
         .plugin_env("builtin:web", "TOOLHOST_SEARCH_URL", format!("http://{addr}/search?q={{query}}"))
         .build()
         .await

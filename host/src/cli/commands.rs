@@ -2,18 +2,17 @@
 //! error for a usage or load problem (exit 2).
 
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
-use toolhost::{Engine, EngineSettings, Host, ToolCall};
+use toolhost::ToolCall;
 
 use super::HostArgs;
 
 /// `toolhost list`
 pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitCode> {
-    let host = args.build().await?;
+    let host = args.build(false).await?;
     let mut out = std::io::stdout().lock();
     if as_json {
         let tools: Vec<Value> = host
@@ -44,6 +43,11 @@ pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitC
                 "clamp_bytes": limits.clamp_bytes,
             },
             "network": network_json(host.network()),
+            "permissions": {
+                "mode": host.permissions().mode.as_str(),
+                "allow": host.permissions().allow.iter().map(|r| r.as_str().to_owned()).collect::<Vec<_>>(),
+                "deny": host.permissions().deny.iter().map(|r| r.as_str().to_owned()).collect::<Vec<_>>(),
+            },
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
@@ -88,7 +92,7 @@ pub(crate) async fn call(
     if !parsed.is_object() {
         bail!("ARGS_JSON must be a JSON object, got: {parsed}");
     }
-    let host = args.build().await?;
+    let host = args.build(true).await?;
     let result = host.execute(ToolCall::new(name, parsed)).await;
     let mut out = std::io::stdout().lock();
     if as_json {
@@ -99,6 +103,7 @@ pub(crate) async fn call(
             "display": result.display,
             "metadata": result.metadata,
             "call_id": result.call_id,
+            "permission": result.permission,
         });
         writeln!(out, "{doc}")?;
     } else if result.ok {
@@ -115,44 +120,8 @@ pub(crate) async fn call(
 /// `toolhost serve`: an MCP server on stdio until the client closes stdin.
 /// stdout carries only the protocol.
 pub(crate) async fn serve(args: &HostArgs) -> anyhow::Result<ExitCode> {
-    let host = args.build().await?;
+    // stdin is the protocol: nobody can be asked on it.
+    let host = args.build(false).await?;
     toolhost::mcp::serve_stdio(std::sync::Arc::new(host)).await?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// `toolhost inspect FILE.wasm`
-pub(crate) async fn inspect(file: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
-    let engine = Engine::new(&EngineSettings::default())?;
-    let report = Host::inspect(&engine, file).await?;
-    let mut out = std::io::stdout().lock();
-    if as_json {
-        let doc = json!({
-            "file": file,
-            "sha256": report.sha256,
-            "size": report.size,
-            "imports": report.imports,
-            "tools": report.tools,
-            "refused": report.refused.as_ref().map(|e| e.to_string()),
-        });
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
-    } else {
-        writeln!(out, "file:    {}", file.display())?;
-        writeln!(out, "sha256:  {}", report.sha256)?;
-        writeln!(out, "size:    {} bytes", report.size)?;
-        writeln!(out, "imports:")?;
-        for import in &report.imports {
-            writeln!(out, "  {import}")?;
-        }
-        match &report.refused {
-            Some(err) => writeln!(out, "refused: {err}")?,
-            None => {
-                writeln!(out, "tools:")?;
-                for tool in &report.tools {
-                    let ro = if tool.read_only { " (read-only)" } else { "" };
-                    writeln!(out, "  {}{ro}: {}", tool.name, tool.description.lines().next().unwrap_or(""))?;
-                }
-            }
-        }
-    }
-    Ok(if report.refused.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

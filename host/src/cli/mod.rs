@@ -1,6 +1,8 @@
 //! Command-line parsing and dispatch.
 
+mod approve;
 mod commands;
+mod plugins;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,13 +46,24 @@ enum Command {
         #[command(flatten)]
         host: HostArgs,
     },
-    /// Show a component's tools, imports and sha256 without loading it.
+    /// Show a component's tools, imports, what they ask for and its sha256, and the
+    /// policy entry `add` would write, without writing anything.
     Inspect {
         /// The component file.
         file: PathBuf,
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        entry: plugins::EntryArgs,
+    },
+    /// Approve a component: inspect it, show what it asks for, and write its policy
+    /// entry (source, sha256, grants) to the policy file.
+    Add {
+        /// The component file.
+        file: PathBuf,
+        #[command(flatten)]
+        entry: plugins::EntryArgs,
     },
 }
 
@@ -88,6 +101,16 @@ pub(crate) struct HostArgs {
     /// Let plugins fetch private, loopback and link-local addresses (unsafe: SSRF).
     #[arg(long)]
     allow_private_network: bool,
+    /// The policy file (default: toolhost.toml in the work dir, when it exists).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Permission mode, over the policy's: default, plan, accept-edits or yolo.
+    #[arg(long, value_parser = clap::value_parser!(toolhost::Mode))]
+    mode: Option<toolhost::Mode>,
+    /// Link `wasi:sockets` imports of --plugin components with every socket
+    /// operation refused (runtimes such as componentize-py import them unused).
+    #[arg(long)]
+    stub_sockets: bool,
     /// The HTML search endpoint `web_search` queries, with `{query}` where the
     /// query goes (default: DuckDuckGo's HTML endpoint).
     #[arg(long, env = "TOOLHOST_SEARCH_URL", value_name = "URL")]
@@ -113,13 +136,27 @@ impl HostArgs {
         limits
     }
 
-    pub(crate) async fn build(&self) -> Result<Host, toolhost::LoadError> {
+    /// Build the host; `interactive`: ask on the terminal (when there is one) for calls
+    /// the permissions leave open, instead of denying them.
+    pub(crate) async fn build(&self, interactive: bool) -> Result<Host, toolhost::LoadError> {
+        let policy = toolhost::Policy::discover(self.policy.as_deref(), &self.work_dir)?;
         let network = toolhost::NetworkSettings {
             allow_private: self.allow_private_network,
             plugin_hosts: self.allow_hosts.clone(),
             ..toolhost::NetworkSettings::default()
         };
-        let mut builder = Host::builder().work_dir(&self.work_dir).limits(self.limits()).network(network);
+        let mut builder = Host::builder()
+            .work_dir(&self.work_dir)
+            .limits(self.limits())
+            .network(network)
+            .policy(policy)
+            .stub_sockets(self.stub_sockets);
+        if let Some(mode) = self.mode {
+            builder = builder.mode(mode);
+        }
+        if interactive && let Some(approver) = approve::TerminalApprover::if_terminal() {
+            builder = builder.approver(std::sync::Arc::new(approver));
+        }
         if self.no_builtins {
             builder = builder.without_builtins();
         }
@@ -159,7 +196,8 @@ pub(crate) fn main() -> ExitCode {
             Command::Call { name, args, host, json } => {
                 commands::call(&host, &name, args.as_deref(), json).await
             }
-            Command::Inspect { file, json } => commands::inspect(&file, json).await,
+            Command::Inspect { file, json, entry } => plugins::inspect(&file, &entry, json).await,
+            Command::Add { file, entry } => plugins::add(&file, &entry).await,
             Command::Serve { host } => commands::serve(&host).await,
         }
     });

@@ -1,0 +1,55 @@
+//! "Ask": the [`Approver`] an embedder supplies to answer calls the permissions
+//! don't decide on their own. The host asks one call at a time. Without an approver
+//! (headless) every such call is denied, and the denial says so.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+
+/// A call waiting for approval.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    /// The call id.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The plugin that provides it.
+    pub plugin: String,
+    /// Its arguments (already validated).
+    pub args: Value,
+    /// Why it needs approval.
+    pub reason: String,
+    /// The allow rule an [`Approval::Always`] answer adds (and saves to the policy file).
+    pub suggested_rule: String,
+}
+
+/// An answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Run this call.
+    Once,
+    /// Run it, and add the suggested rule to the allow rules (saved to the policy file).
+    Always,
+    /// Don't run it; an optional word for the model.
+    Deny(Option<String>),
+}
+
+/// Answers approval requests: a terminal prompt, a UI, a chat message.
+pub trait Approver: Send + Sync {
+    /// Answer `request`. The call waits (and can be cancelled) meanwhile.
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>>;
+}
+
+/// An approver that gives the same answer every time (tests, scripted embedders).
+#[derive(Debug, Clone)]
+pub struct FixedApprover(pub Approval);
+
+impl Approver for FixedApprover {
+    fn approve<'a>(&'a self, _: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        Box::pin(std::future::ready(self.0.clone()))
+    }
+}

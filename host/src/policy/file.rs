@@ -1,0 +1,144 @@
+//! Reading the policy file: TOML with every key known (a typo is an error), every
+//! pattern checked, and every error naming the line it is on.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::env::EnvName;
+use super::rules::Rule;
+use super::{LimitOverrides, Mode, PluginEntry, Policy, PolicyError};
+use crate::fetch::HostPattern;
+use crate::grants::{FsAccess, Sockets};
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawPolicy {
+    #[serde(default)]
+    permissions: RawPermissions,
+    #[serde(default)]
+    plugins: BTreeMap<Spanned<String>, RawPlugin>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawPermissions {
+    #[serde(default)]
+    mode: Mode,
+    #[serde(default)]
+    allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    deny: Vec<Spanned<String>>,
+    #[serde(default)]
+    protected: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawPlugin {
+    source: Spanned<String>,
+    sha256: Spanned<String>,
+    #[serde(default = "no_fs")]
+    filesystem: FsAccess,
+    #[serde(default)]
+    read_dirs: Vec<Spanned<String>>,
+    #[serde(default)]
+    network: Vec<Spanned<String>>,
+    #[serde(default)]
+    env: Vec<Spanned<String>>,
+    #[serde(default)]
+    sockets: Sockets,
+    #[serde(default)]
+    limits: RawLimits,
+}
+
+fn no_fs() -> FsAccess {
+    FsAccess::None
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawLimits {
+    memory_mib: Option<usize>,
+    fuel: Option<u64>,
+    timeout_ms: Option<u64>,
+    output_bytes: Option<usize>,
+}
+
+/// Parse the text of the policy file at `path` (relative sources and dirs are taken
+/// relative to the file's directory).
+pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
+    let at = |span: Range<usize>, message: String| PolicyError::Invalid {
+        path: path.display().to_string(),
+        line: line_of(text, span.start),
+        message,
+    };
+    let raw: RawPolicy =
+        toml::from_str(text).map_err(|e| at(e.span().unwrap_or(0..0), e.message().trim_end().to_string()))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+
+    let rules = |list: &[Spanned<String>]| -> Result<Vec<Rule>, PolicyError> {
+        list.iter().map(|r| Rule::parse(r.get_ref()).map_err(|e| at(r.span(), e))).collect()
+    };
+    let allow = rules(&raw.permissions.allow)?;
+    let deny = rules(&raw.permissions.deny)?;
+    let protected: Vec<String> = raw.permissions.protected.iter().map(|p| p.get_ref().clone()).collect();
+    for p in &raw.permissions.protected {
+        globset::Glob::new(p.get_ref())
+            .map_err(|e| at(p.span(), format!("protected path `{}`: {e}", p.get_ref())))?;
+    }
+
+    let mut plugins = Vec::new();
+    for (name, plugin) in raw.plugins {
+        let key = name.get_ref();
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(at(name.span(), format!("plugin name `{key}`: use letters, digits, `-` and `_`")));
+        }
+        let sha = plugin.sha256.get_ref();
+        if sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(at(
+                plugin.sha256.span(),
+                format!("plugins.{key}.sha256: `{sha}` is not 64 hex digits"),
+            ));
+        }
+        let network = plugin
+            .network
+            .iter()
+            .map(|h| {
+                HostPattern::parse(h.get_ref())
+                    .map_err(|e| at(h.span(), format!("plugins.{key}.network: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let env = plugin
+            .env
+            .iter()
+            .map(|n| EnvName::parse(n.get_ref()).map_err(|e| at(n.span(), format!("plugins.{key}.env: {e}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let read_dirs = plugin.read_dirs.iter().map(|d| base.join(d.get_ref())).collect::<Vec<PathBuf>>();
+        plugins.push(PluginEntry {
+            name: key.clone(),
+            source: base.join(plugin.source.get_ref()),
+            sha256: sha.to_ascii_lowercase(),
+            filesystem: plugin.filesystem,
+            read_dirs,
+            network,
+            env,
+            sockets: plugin.sockets,
+            limits: LimitOverrides {
+                memory_mib: plugin.limits.memory_mib,
+                fuel: plugin.limits.fuel,
+                timeout_ms: plugin.limits.timeout_ms,
+                output_bytes: plugin.limits.output_bytes,
+            },
+        });
+    }
+    Ok(Policy { path: Some(path.to_path_buf()), mode: raw.permissions.mode, allow, deny, protected, plugins })
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}

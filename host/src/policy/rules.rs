@@ -1,0 +1,273 @@
+//! Allow and deny rules: `TOOL` or `TOOL(KEY=GLOB, KEY=GLOB)`.
+//!
+//! `TOOL` is a glob over tool names (`write_file`, `*`). Each `KEY=GLOB` must match
+//! the argument `KEY` (a string, number or boolean, as text); a missing argument does
+//! not match. Path-like arguments ([`is_path_key`]) are matched after lexical
+//! normalization against the work dir (`./a/../.env` and `/work/.env` are both
+//! `.env`), with `*` stopping at `/` and `**` crossing it, as in `.gitignore`. Other
+//! arguments (URLs, commands, queries) match as plain text, `*` matching anything.
+
+use std::path::{Component, Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde_json::Value;
+
+/// One parsed rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    text: String,
+    tool: GlobMatcher,
+    conditions: Vec<(String, GlobMatcher)>,
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Rule {
+    /// Parse `TOOL` or `TOOL(KEY=GLOB, …)`, saying what is wrong when it can't.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let (tool, conditions) = match text.split_once('(') {
+            None => (text, None),
+            Some((tool, rest)) => {
+                let inner = rest
+                    .strip_suffix(')')
+                    .ok_or_else(|| format!("rule `{text}`: the argument list must end with `)`"))?;
+                (tool.trim(), Some(inner))
+            }
+        };
+        if tool.is_empty() || tool.contains(|c: char| c.is_whitespace() || c == ')') {
+            return Err(format!("rule `{text}`: expected a tool name (or glob) before `(`"));
+        }
+        let tool_glob = glob(tool, false).map_err(|e| format!("rule `{text}`: tool pattern: {e}"))?;
+        let mut parsed = Vec::new();
+        for condition in conditions.map(split_top_level).unwrap_or_default() {
+            let (key, pattern) = condition
+                .split_once('=')
+                .ok_or_else(|| format!("rule `{text}`: `{condition}` is not KEY=PATTERN"))?;
+            let (key, pattern) = (key.trim(), pattern.trim());
+            if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                return Err(format!("rule `{text}`: `{key}` is not an argument name"));
+            }
+            if pattern.is_empty() {
+                return Err(format!("rule `{text}`: the pattern for `{key}` is empty"));
+            }
+            let matcher = glob(pattern, is_path_key(key))
+                .map_err(|e| format!("rule `{text}`: pattern for `{key}`: {e}"))?;
+            parsed.push((key.to_string(), matcher));
+        }
+        if conditions.is_some() && parsed.is_empty() {
+            return Err(format!("rule `{text}`: empty argument list (write `{tool}` for the whole tool)"));
+        }
+        Ok(Self { text: text.to_string(), tool: tool_glob, conditions: parsed })
+    }
+
+    /// The rule as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the rule covers a call to `tool` with these arguments.
+    pub fn matches(&self, tool: &str, subject: &Subject) -> bool {
+        self.tool.is_match(tool)
+            && self
+                .conditions
+                .iter()
+                .all(|(key, pattern)| subject.get(key).is_some_and(|v| pattern.is_match(v)))
+    }
+}
+
+/// Split `a=1, b={x,y}` at the commas outside braces and brackets.
+fn split_top_level(text: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(text[start..].trim());
+    parts.retain(|p| !p.is_empty());
+    parts
+}
+
+fn glob(pattern: &str, path: bool) -> Result<GlobMatcher, globset::Error> {
+    Ok(GlobBuilder::new(pattern).literal_separator(path).backslash_escape(true).build()?.compile_matcher())
+}
+
+/// Whether an argument named `key` holds a path: `path`, `file`, `dir`, `directory`,
+/// `cwd`, `target`, `source`, `destination` and names ending in `_path`, `_file`,
+/// `_dir`. Rules, protected paths and accept-edits judge these arguments as paths.
+pub fn is_path_key(key: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "path",
+        "file",
+        "filename",
+        "dir",
+        "directory",
+        "cwd",
+        "target",
+        "source",
+        "src",
+        "dest",
+        "destination",
+    ];
+    let key = key.to_ascii_lowercase();
+    EXACT.contains(&key.as_str()) || ["_path", "_file", "_dir", "path"].iter().any(|s| key.ends_with(s))
+}
+
+/// A call's arguments as rules see them: top-level scalars as text, path-like ones
+/// normalized against the work dir.
+#[derive(Debug, Default)]
+pub struct Subject {
+    values: Vec<(String, String)>,
+    paths: Vec<(String, PathBuf)>,
+}
+
+impl Subject {
+    /// The subject of `args` for a call in `work_dir`.
+    pub fn new(args: &Value, work_dir: Option<&Path>) -> Self {
+        let mut subject = Subject::default();
+        let Some(map) = args.as_object() else { return subject };
+        for (key, value) in map {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                _ => continue,
+            };
+            if is_path_key(key) && value.is_string() {
+                let normalized = normalize(&text, work_dir);
+                subject.paths.push((key.clone(), normalized.clone()));
+                subject.values.push((key.clone(), normalized.to_string_lossy().into_owned()));
+            } else {
+                subject.values.push((key.clone(), text));
+            }
+        }
+        subject
+    }
+
+    /// The text of argument `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// The path-like arguments, normalized: relative to the work dir when inside it,
+    /// absolute (or starting with `..`) when not.
+    pub fn paths(&self) -> impl Iterator<Item = (&str, &Path)> {
+        self.paths.iter().map(|(k, p)| (k.as_str(), p.as_path()))
+    }
+}
+
+/// Resolve `.` and `..` without touching the disk, and make a path inside `work_dir`
+/// relative to it. A relative path is taken relative to the work dir.
+pub fn normalize(path: &str, work_dir: Option<&Path>) -> PathBuf {
+    let path = Path::new(path);
+    let joined = match work_dir {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path.to_path_buf(),
+    };
+    let mut out = PathBuf::new();
+    for component in joined.components() {
+        match component {
+            Component::ParentDir => {
+                if !out.pop() || out.as_os_str().is_empty() {
+                    out.push("..");
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    match work_dir.and_then(|dir| out.strip_prefix(dir).ok()) {
+        Some(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+        Some(rel) => rel.to_path_buf(),
+        None => out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn subject(args: Value) -> Subject {
+        Subject::new(&args, Some(Path::new("/w")))
+    }
+
+    #[test]
+    fn bare_tool_and_globs() {
+        let rule = Rule::parse("write_file").unwrap();
+        assert!(rule.matches("write_file", &subject(json!({}))));
+        assert!(!rule.matches("read_file", &subject(json!({}))));
+        assert!(Rule::parse("*").unwrap().matches("anything", &subject(json!({}))));
+    }
+
+    #[test]
+    fn path_arguments_are_normalized() {
+        let rule = Rule::parse("write_file(path=.env)").unwrap();
+        for path in [".env", "./.env", "docs/../.env", "/w/.env", "/w/./x/../.env"] {
+            assert!(rule.matches("write_file", &subject(json!({ "path": path }))), "{path}");
+        }
+        assert!(!rule.matches("write_file", &subject(json!({ "path": "a/.env" }))));
+        assert!(!rule.matches("write_file", &subject(json!({}))), "a missing argument does not match");
+    }
+
+    #[test]
+    fn path_globs_stop_at_slashes() {
+        let rule = Rule::parse("write_file(path=docs/*)").unwrap();
+        assert!(rule.matches("write_file", &subject(json!({ "path": "docs/a.md" }))));
+        assert!(!rule.matches("write_file", &subject(json!({ "path": "docs/x/a.md" }))));
+        let deep = Rule::parse("write_file(path=docs/**)").unwrap();
+        assert!(deep.matches("write_file", &subject(json!({ "path": "docs/x/a.md" }))));
+        assert!(!deep.matches("write_file", &subject(json!({ "path": "docs/../src/a.rs" }))));
+    }
+
+    #[test]
+    fn text_arguments_match_anything_under_star() {
+        let rule = Rule::parse("fetch_url(url=https://docs.rs/*)").unwrap();
+        assert!(rule.matches("fetch_url", &subject(json!({ "url": "https://docs.rs/serde/latest" }))));
+        assert!(!rule.matches("fetch_url", &subject(json!({ "url": "https://evil.example/docs.rs/" }))));
+        let two = Rule::parse("http_request(method={GET,HEAD}, url=https://*)").unwrap();
+        assert!(two.matches("http_request", &subject(json!({ "method": "HEAD", "url": "https://a" }))));
+        assert!(!two.matches("http_request", &subject(json!({ "method": "POST", "url": "https://a" }))));
+    }
+
+    #[test]
+    fn bad_rules_say_what_is_wrong() {
+        for (text, needle) in [
+            ("write_file(path=docs/**", "must end with `)`"),
+            ("write_file(path)", "is not KEY=PATTERN"),
+            ("write_file()", "empty argument list"),
+            ("write_file(path=[a)", "pattern for `path`"),
+            ("(path=x)", "expected a tool name"),
+            ("write_file(pa th=x)", "not an argument name"),
+        ] {
+            let err = Rule::parse(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn normalize_keeps_escapes_visible() {
+        let w = Some(Path::new("/w"));
+        assert_eq!(normalize("../etc/passwd", w), PathBuf::from("/etc/passwd"));
+        assert_eq!(normalize("/etc/passwd", w), PathBuf::from("/etc/passwd"));
+        assert_eq!(normalize(".", w), PathBuf::from("."));
+        assert_eq!(normalize("a/./b/", w), PathBuf::from("a/b"));
+    }
+}

@@ -1,0 +1,165 @@
+//! The policy from the command line: `toolhost add` writes an entry with the
+//! hash, `list`/`call` load it (and refuse it once the bytes change), a typo in
+//! the file is a usage error naming its line, a call needing approval is denied
+//! without a terminal and asked on one ("always" saved to the file).
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use toolhost_tests::{HOSTILE_WASM, NET_WASM, toolhost_bin};
+
+fn run(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(toolhost_bin())
+        .current_dir(cwd)
+        .args(args)
+        .env_remove("TOOLHOST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("running toolhost")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn add_writes_the_entry_and_the_pinned_hash_guards_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = dir.path().join("tools/hostile.wasm");
+    std::fs::create_dir(dir.path().join("tools")).unwrap();
+    std::fs::copy(HOSTILE_WASM, &wasm).unwrap();
+
+    // inspect shows the entry and writes nothing
+    let out = run(dir.path(), &["inspect", "tools/hostile.wasm"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("[plugins.hostile]\nsource = \"tools/hostile.wasm\"\n"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!dir.path().join("toolhost.toml").exists());
+
+    let out = run(dir.path(), &["add", "tools/hostile.wasm", "--env", "LANG"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("added plugins.hostile to ./toolhost.toml"), "{}", text(&out.stdout));
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(std::fs::read(&wasm).unwrap()));
+    assert!(policy.contains(&format!("sha256 = \"{sha}\"")), "{policy}");
+    // It has writing tools, so it asked for (and got) the work dir read-write.
+    assert!(policy.contains("filesystem = \"read-write\""), "{policy}");
+    assert!(policy.contains("env = [\"LANG\"]"), "{policy}");
+
+    // The policy in the work dir is found and its plugin loaded, under its name.
+    let out = run(dir.path(), &["list", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = doc["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "noop" && t["plugin"] == "hostile"), "{doc}");
+
+    // Changed bytes: refused at load, naming both hashes.
+    let mut bytes = std::fs::read(&wasm).unwrap();
+    bytes.extend_from_slice(b"\x00\x09\x08trailing"); // a custom section: still a valid component
+    std::fs::write(&wasm, bytes).unwrap();
+    let out = run(dir.path(), &["call", "noop", "{}"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("identity_mismatch: hostile: ") && err.contains(&sha), "{err}");
+
+    // Re-approving updates the hash in place (one entry, not two).
+    let out = run(dir.path(), &["add", "tools/hostile.wasm"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    assert_eq!(policy.matches("[plugins.hostile]").count(), 1, "{policy}");
+    assert!(!policy.contains(&sha), "{policy}");
+    assert_eq!(run(dir.path(), &["call", "noop", "{}"]).status.code(), Some(0));
+}
+
+#[test]
+fn add_refuses_a_fetching_plugin_without_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["add", NET_WASM, "--name", "net"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--allow-host PATTERN"), "{}", text(&out.stderr));
+    assert!(!dir.path().join("toolhost.toml").exists());
+    let out = run(dir.path(), &["add", NET_WASM, "--name", "net", "--allow-host", "docs.rs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    assert!(policy.contains("network = [\"docs.rs\"]"), "{policy}");
+}
+
+#[test]
+fn a_typo_in_the_policy_is_a_usage_error_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "[permissions]\nmode = \"plan\"\ndenny = [\"x\"]\n")
+        .unwrap();
+    let out = run(dir.path(), &["list"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("toolhost.toml, line 3: unknown field `denny`"), "{err}");
+    // --policy points elsewhere; a missing file there is an error, not the defaults.
+    let out = run(dir.path(), &["list", "--policy", "absent.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("policy absent.toml: "), "{}", text(&out.stderr));
+}
+
+#[test]
+fn without_a_terminal_a_write_is_denied_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().to_str().unwrap();
+    let args = r#"{"path":"a.txt","content":"x"}"#;
+    let out = run(dir.path(), &["call", "write_file", args, "--work-dir", work]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr).trim(),
+        "permission_denied: write_file needs approval and there is no one to ask (headless)"
+    );
+    assert!(!dir.path().join("a.txt").exists());
+    let out = run(dir.path(), &["call", "write_file", args, "--work-dir", work, "--mode", "accept-edits"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(dir.path().join("a.txt").exists());
+    let out = run(dir.path(), &["call", "write_file", args, "--work-dir", work, "--mode", "plan"]);
+    assert!(text(&out.stderr).starts_with("permission_denied: plan mode"), "{}", text(&out.stderr));
+}
+
+/// `toolhost ARGS` on a pseudo-terminal (util-linux `script`), typing `answer`.
+fn on_terminal(cwd: &Path, args: &[&str], answer: &str) -> Output {
+    let command = std::iter::once(toolhost_bin().display().to_string())
+        .chain(args.iter().map(|a| format!("'{a}'")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(cwd)
+        .env_remove("TOOLHOST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(answer.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn on_a_terminal_the_user_is_asked_and_always_is_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().to_str().unwrap();
+    let write = |name: &str| format!(r#"{{"path":"{name}","content":"x"}}"#);
+
+    let out = on_terminal(dir.path(), &["call", "write_file", &write("no.txt"), "--work-dir", work], "n\n");
+    let shown = text(&out.stdout);
+    assert!(shown.contains("write_file (builtin:fs) wants to run"), "{shown}");
+    assert!(shown.contains("permission_denied: the user denied write_file"), "{shown}");
+    assert!(!dir.path().join("no.txt").exists());
+
+    let out = on_terminal(dir.path(), &["call", "write_file", &write("yes.txt"), "--work-dir", work], "a\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(dir.path().join("yes.txt").exists());
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    assert!(policy.contains("allow = [\"write_file(path=yes.txt)\"]"), "{policy}");
+    // The saved rule answers next time, without a terminal.
+    let out = run(dir.path(), &["call", "write_file", &write("yes.txt"), "--work-dir", work, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("rule allow write_file(path=yes.txt)"), "{}", text(&out.stdout));
+}
