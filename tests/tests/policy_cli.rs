@@ -55,6 +55,10 @@ fn add_writes_the_entry_and_the_pinned_hash_guards_it() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let tools = doc["tools"].as_array().unwrap();
     assert!(tools.iter().any(|t| t["name"] == "noop" && t["plugin"] == "hostile"), "{doc}");
+    let plugin = doc["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "hostile").unwrap();
+    assert_eq!(plugin["grants"]["filesystem"], "read-write", "{plugin}");
+    assert_eq!(plugin["grants"]["network"], serde_json::Value::Null, "no fetch import, no network: {plugin}");
+    assert_eq!(doc["permissions"]["mode"], "default");
 
     // Changed bytes: refused at load, naming both hashes.
     let mut bytes = std::fs::read(&wasm).unwrap();

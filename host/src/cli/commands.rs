@@ -27,7 +27,24 @@ pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitC
         let plugins: Vec<Value> = host
             .plugins()
             .iter()
-            .map(|p| json!({"name": p.name(), "sha256": p.sha256(), "imports": p.imports(), "cached": p.from_cache()}))
+            .map(|p| {
+                let grants = p.grants();
+                json!({
+                    "name": p.name(),
+                    "sha256": p.sha256(),
+                    "imports": p.imports(),
+                    "cached": p.from_cache(),
+                    "grants": {
+                        "filesystem": grants.fs.as_str(),
+                        "read_dirs": grants.read_dirs,
+                        "network": p.network().map(|n| n.hosts.iter().map(|h| h.as_str().to_owned()).collect::<Vec<_>>()),
+                        "env": grants.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+                        "sockets": grants.sockets,
+                        "memory_bytes": grants.limits.memory_bytes,
+                        "timeout_ms": grants.limits.timeout.as_millis() as u64,
+                    },
+                })
+            })
             .collect();
         let limits = host.limits();
         let doc = json!({
