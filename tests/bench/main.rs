@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -47,6 +47,9 @@ fn main() {
         }
         if wants("fetch") {
             fetch().await;
+        }
+        if wants("policy") {
+            policy().await;
         }
     });
     if wants("list") {
@@ -306,4 +309,56 @@ async fn fetch() {
     report("fetch 1 MB via the net plugin (loopback)", ours);
     report("fetch 1 MB, pinned client alone", bare);
     report("fetch 1 MB, reqwest natively", theirs);
+}
+
+/// What the permissions and the redactor add to a call: `decide` for a writing
+/// call against 40 rules (its path resolved through the filesystem), and
+/// redaction of a 1 KB and a 1 MB output.
+async fn policy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("docs")).expect("mkdir");
+    let mut text = String::from("[permissions]\nallow = [");
+    for i in 0..20 {
+        text.push_str(&format!("\"write_file(path=docs/{i}/**)\", "));
+    }
+    text.push_str("]\ndeny = [");
+    for i in 0..20 {
+        text.push_str(&format!(
+            "\"write_file(path=secret{i}/**)\", \"fetch_url(url=http://{i}.example/*)\", "
+        ));
+    }
+    text.push_str("]\n");
+    let path = dir.path().join("toolhost.toml");
+    std::fs::write(&path, text).expect("write policy");
+    let host = Host::builder()
+        .work_dir(dir.path())
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+        .policy(toolhost::Policy::load(&path).expect("policy"))
+        .build()
+        .await
+        .expect("host builds");
+    let args = json!({"path": "docs/7/a.md", "content": "x"});
+    let mut samples = Vec::with_capacity(20_000);
+    for _ in 0..20_000 {
+        let started = Instant::now();
+        let decision = host.decide("write_file", false, &args);
+        samples.push(started.elapsed());
+        assert!(matches!(decision, toolhost::Decision::Allow(_)), "{decision:?}");
+    }
+    report("permissions: decide a write (40 rules)", samples);
+
+    let redactor = toolhost::policy::Redactor::new(&[("API_TOKEN".into(), "not-in-the-text-1234".into())]);
+    for (label, size) in [("redact 1 KB of output", 1usize << 10), ("redact 1 MB of output", 1 << 20)] {
+        let line = "an ordinary line of tool output, nothing secret here\n";
+        let output = line.repeat(size / line.len() + 1);
+        let n = if size > 4096 { 50 } else { 20_000 };
+        let mut samples = Vec::with_capacity(n);
+        for _ in 0..n {
+            let started = Instant::now();
+            let out = redactor.redact(&output);
+            samples.push(started.elapsed());
+            assert!(matches!(out, std::borrow::Cow::Borrowed(_)));
+        }
+        report(label, samples);
+    }
 }

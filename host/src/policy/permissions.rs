@@ -182,23 +182,31 @@ impl Permissions {
 }
 
 /// `rel` (inside `work_dir`) with its existing part resolved through symlinks, relative
-/// to the work dir again; `None` when that leaves the work dir.
+/// to the work dir again; `None` when that leaves the work dir. Walks down from the
+/// work dir with one `lstat` per existing component, and resolves only when it meets
+/// a symlink (the common case, plain directories, costs no `realpath`).
 fn resolve_links(work_dir: &Path, rel: &Path) -> Option<PathBuf> {
-    let full = work_dir.join(rel);
-    let mut existing = full.as_path();
-    let mut rest = Vec::new();
-    let canonical = loop {
-        match existing.canonicalize() {
-            Ok(c) => break c,
+    let mut current = work_dir.to_path_buf();
+    let mut components = rel.components();
+    for component in components.by_ref() {
+        current.push(component);
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = current.canonicalize().ok()?;
+                let mut resolved = target.strip_prefix(work_dir).ok()?.to_path_buf();
+                resolved.extend(components);
+                // The rest may hold more links: judge it again from the resolved prefix.
+                return resolve_links(work_dir, &normalize(&resolved.to_string_lossy(), None));
+            }
+            Ok(_) => {}
+            // Missing from here on: nothing left to resolve.
             Err(_) => {
-                rest.push(existing.file_name()?.to_owned());
-                existing = existing.parent()?;
+                current.extend(components);
+                break;
             }
         }
-    };
-    let mut resolved = canonical.strip_prefix(work_dir).ok()?.to_path_buf();
-    resolved.extend(rest.iter().rev());
-    Some(normalize(&resolved.to_string_lossy(), None))
+    }
+    Some(current.strip_prefix(work_dir).ok()?.to_path_buf())
 }
 
 /// The narrowest useful allow rule for a call: the exact path, the URL's origin, or
