@@ -13,6 +13,11 @@ test:
 build:
     cargo build --release
 
+# The example tools in Python and JavaScript: installs their pinned
+# toolchains in target/toolchains/, builds target/examples/*.wasm.
+examples:
+    ./scripts/examples
+
 # Benchmarks (figures go in BENCHMARKS.md).
 bench:
     cargo bench -p toolhost-tests

@@ -82,6 +82,24 @@ pub fn toolhost_bin() -> &'static Path {
         let root = workspace_root();
         let mut cmd = Command::new(env!("CARGO"));
         cmd.current_dir(&root).args(["build", "-p", "toolhost", "--bin", "toolhost"]);
+        // The variables cargo set for this test crate would reach build scripts that
+        // watch them (ring's does) and make them rerun, rebuilding half the tree.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            if [
+                "CARGO_PKG_",
+                "CARGO_MANIFEST_",
+                "CARGO_CRATE_",
+                "CARGO_BIN_",
+                "CARGO_PRIMARY_",
+                "CARGO_TARGET_TMPDIR",
+            ]
+            .iter()
+            .any(|prefix| key.starts_with(prefix))
+            {
+                cmd.env_remove(key.as_ref());
+            }
+        }
         if PROFILE == "release" {
             cmd.arg("--release");
         }
