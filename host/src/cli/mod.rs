@@ -2,6 +2,7 @@
 
 mod approve;
 mod commands;
+mod new;
 mod plugins;
 
 use std::path::PathBuf;
@@ -65,6 +66,8 @@ enum Command {
         #[command(flatten)]
         entry: plugins::EntryArgs,
     },
+    /// Create a tool project in ./NAME: toolhost new --lang rust|python|js NAME.
+    New(new::NewArgs),
 }
 
 /// How to build the host: where tools work, which plugins, which limits.
@@ -199,6 +202,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Inspect { file, json, entry } => plugins::inspect(&file, &entry, json).await,
             Command::Add { file, entry } => plugins::add(&file, &entry).await,
             Command::Serve { host } => commands::serve(&host).await,
+            Command::New(args) => new::run(&args),
         }
     });
     match outcome {
