@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|examples ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -50,6 +50,9 @@ fn main() {
         }
         if wants("policy") {
             policy().await;
+        }
+        if wants("examples") {
+            examples().await;
         }
     });
     if wants("list") {
@@ -360,5 +363,44 @@ async fn policy() {
             assert!(matches!(out, std::borrow::Cow::Borrowed(_)));
         }
         report(label, samples);
+    }
+}
+
+/// The Python and JavaScript examples (built by `scripts/examples`): loading them
+/// with and without the compile cache, and one call each through the executor.
+async fn examples() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv: String = std::iter::once("name,age,city\n".to_string())
+        .chain((0..200).map(|i| format!("person{i},{},{}\n", 20 + i % 50, ["Oslo", "Lima", "Pune"][i % 3])))
+        .collect();
+    std::fs::write(dir.path().join("people.csv"), csv).expect("write");
+    let md: String = (0..50).map(|i| format!("# Part {i}\n\ntext\n\n## Section {i}.1\n\nmore\n")).collect();
+    std::fs::write(dir.path().join("doc.md"), md).expect("write");
+    for (name, tool, args) in [
+        ("csv_summary", "csv_summary", json!({"path": "people.csv"})),
+        ("markdown_outline", "markdown_outline", json!({"path": "doc.md"})),
+    ] {
+        let wasm = toolhost_tests::example_wasm(name);
+        let cache = tempfile::tempdir().expect("tempdir");
+        let build = || async {
+            let started = Instant::now();
+            let host = Host::builder()
+                .work_dir(dir.path())
+                .without_builtins()
+                .stub_sockets(true)
+                .engine_settings(EngineSettings {
+                    cache_dir: Some(cache.path().to_path_buf()),
+                    ..EngineSettings::default()
+                })
+                .plugin_file(&wasm)
+                .build()
+                .await
+                .expect("example loads");
+            (host, started.elapsed())
+        };
+        let (_, cold) = build().await;
+        let (host, warm) = build().await;
+        println!("{name:<44} load: compile {cold:>9.1?}  cached {warm:>9.1?}");
+        report(&format!("{tool} through the executor"), timed_calls(&host, tool, args, 300).await);
     }
 }

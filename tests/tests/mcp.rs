@@ -142,6 +142,16 @@ async fn failures_are_tool_errors_that_start_with_the_code() {
     let bare = client.call_tool(params).await.expect("tools/call without arguments");
     assert_eq!(bare.is_error, Some(true), "{bare:?}");
     assert!(text(&bare).starts_with("invalid_args: "), "{:?}", text(&bare));
+
+    // stdin is the protocol: nobody can approve a write, so it is denied, and no
+    // request of the client's can change that.
+    let write = call(&client, "write_file", json!({"path": "a.txt", "content": "x"})).await;
+    assert_eq!(write.is_error, Some(true), "{write:?}");
+    assert_eq!(
+        text(&write),
+        "permission_denied: write_file needs approval and there is no one to ask (headless)"
+    );
+    assert!(!work.path().join("a.txt").exists());
     client.cancel().await.unwrap();
 }
 
