@@ -350,6 +350,23 @@ async fn policy() {
     }
     report("permissions: decide a write (40 rules)", samples);
 
+    // A read-only call under the default policy (no deny rules): the fast path.
+    let plain = Host::builder()
+        .work_dir(dir.path())
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+        .build()
+        .await
+        .expect("host builds");
+    let read = json!({"path": "docs/7/a.md"});
+    let mut samples = Vec::with_capacity(20_000);
+    for _ in 0..20_000 {
+        let started = Instant::now();
+        let decision = plain.decide("read_file", true, &read);
+        samples.push(started.elapsed());
+        assert!(matches!(decision, toolhost::Decision::Allow(_)), "{decision:?}");
+    }
+    report("permissions: decide a read (no deny rules)", samples);
+
     let redactor = toolhost::policy::Redactor::new(&[("API_TOKEN".into(), "not-in-the-text-1234".into())]);
     for (label, size) in [("redact 1 KB of output", 1usize << 10), ("redact 1 MB of output", 1 << 20)] {
         let line = "an ordinary line of tool output, nothing secret here\n";
