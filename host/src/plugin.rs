@@ -77,15 +77,7 @@ impl Plugin {
         grants: &PluginGrants,
     ) -> Result<Self, LoadError> {
         let sha256 = hex::encode(Sha256::digest(bytes));
-        if let Some(expected) = &grants.sha256
-            && !expected.eq_ignore_ascii_case(&sha256)
-        {
-            return Err(LoadError::IdentityMismatch {
-                plugin: name.to_string(),
-                expected: expected.clone(),
-                actual: sha256,
-            });
-        }
+        check_identity(name, &sha256, grants)?;
         let loaded = engine.component(bytes, &sha256)?;
         let component = loaded.component;
 
@@ -207,6 +199,18 @@ pub fn imports_of(engine: &wasmtime::Engine, component: &wasmtime::component::Co
 
 fn is_fetch(import: &str) -> bool {
     import.strip_prefix(FETCH_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
+}
+
+/// Refuse bytes whose `sha256` is not the one `grants` pins (`identity_mismatch`).
+fn check_identity(name: &str, sha256: &str, grants: &PluginGrants) -> Result<(), LoadError> {
+    match &grants.sha256 {
+        Some(expected) if !expected.eq_ignore_ascii_case(sha256) => Err(LoadError::IdentityMismatch {
+            plugin: name.to_string(),
+            expected: expected.clone(),
+            actual: sha256.to_string(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Refuse any import `grants` does not cover, naming it and the grant that would
@@ -358,14 +362,7 @@ pub async fn inspect(
     if listing.net.is_empty() {
         listing.net.hosts = vec![crate::fetch::HostPattern::any()];
     }
-    let refused = match &grants.sha256 {
-        Some(expected) if !expected.eq_ignore_ascii_case(&sha256) => Some(LoadError::IdentityMismatch {
-            plugin: name.to_string(),
-            expected: expected.clone(),
-            actual: sha256.clone(),
-        }),
-        _ => check_imports(&imports, grants).err(),
-    };
+    let refused = check_identity(name, &sha256, grants).and_then(|()| check_imports(&imports, grants)).err();
     let (tools, refused) = match Plugin::load(engine, linker, name, bytes, &listing).await {
         Ok(plugin) => (plugin.tools, refused),
         Err(err) => (Vec::new(), refused.or(Some(err))),

@@ -206,3 +206,33 @@ fn a_typo_in_the_policy_names_its_line() {
         assert!(err.contains(needle), "{text:?}: {err}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_messages_are_redacted_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = build(dir.path(), &entry("h", HOSTILE_WASM, "filesystem = \"read\""), &[]).await.unwrap();
+    // The tool's own error names the (missing) path, which is shaped like an AWS key.
+    let r = call(&host, "read_path", json!({"path": "AKIAIOSFODNN7EXAMPLE.txt"})).await;
+    assert_eq!(r.code(), Some("not_found"), "{r:?}");
+    let message = &r.error.as_ref().unwrap().message;
+    assert!(!message.contains("AKIA") && message.contains("[REDACTED]"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_file_a_plugin_creates_is_removed() {
+    // No policy at all: the work dir's toolhost.toml is still guarded, and one a
+    // plugin writes there is deleted again.
+    let dir = tempfile::tempdir().unwrap();
+    let host = Host::builder()
+        .work_dir(dir.path())
+        .engine_settings(test_engine_settings())
+        .mode(Mode::Yolo)
+        .plugin_file(HOSTILE_WASM)
+        .build()
+        .await
+        .unwrap();
+    let r = call(&host, "tamper", json!({})).await;
+    assert_eq!(r.code(), Some("permission_denied"), "{r:?}");
+    assert!(!dir.path().join("toolhost.toml").exists(), "the plugin's policy file stayed");
+    assert!(call(&host, "noop", json!({})).await.ok);
+}

@@ -43,13 +43,3 @@ pub trait Approver: Send + Sync {
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>>;
 }
-
-/// An approver that gives the same answer every time (tests, scripted embedders).
-#[derive(Debug, Clone)]
-pub struct FixedApprover(pub Approval);
-
-impl Approver for FixedApprover {
-    fn approve<'a>(&'a self, _: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
-        Box::pin(std::future::ready(self.0.clone()))
-    }
-}

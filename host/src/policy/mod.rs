@@ -39,7 +39,7 @@ pub mod rules;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use approver::{Approval, ApprovalRequest, Approver, FixedApprover};
+pub use approver::{Approval, ApprovalRequest, Approver};
 pub use edit::{PluginEntryDraft, add_allow_rule, write_plugin_entry};
 pub use guard::PolicyGuard;
 pub use permissions::{Decision, Mode, Permissions};
