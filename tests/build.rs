@@ -5,6 +5,7 @@ fn main() {
         ("toolhost-hostile", "tests/guests/hostile"),
         ("toolhost-sockets", "tests/guests/sockets"),
         ("toolhost-net", "tests/guests/net"),
+        ("toolhost-test-exec", "tests/guests/exec"),
     ];
     for (package, wasm) in toolhost_build::build_guests(&guests) {
         let var = format!("TOOLHOST_WASM_{}", package.replace('-', "_").to_uppercase());

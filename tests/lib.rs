@@ -13,10 +13,13 @@ pub const HOSTILE_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_HOSTILE");
 pub const SOCKETS_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_SOCKETS");
 /// A plugin that imports the pinned fetch (`fetch_raw`: fetch a URL as given).
 pub const NET_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_NET");
+/// A plugin that imports exec (`spawn`, and `spawn_ro` read-only: run a
+/// command as given, report the outcome as JSON or the exec error's code).
+pub const EXEC_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_EXEC");
 
 /// The tools of `builtin:fs`, sorted.
-pub const FS_TOOLS: [&str; 6] =
-    ["edit_file", "find_files", "grep_files", "list_dir", "read_file", "write_file"];
+pub const FS_TOOLS: [&str; 7] =
+    ["disk_usage", "edit_file", "find_files", "grep_files", "list_dir", "read_file", "write_file"];
 
 /// The hostile plugin's tools, in its own order.
 pub const HOSTILE_TOOLS: [&str; 15] = [

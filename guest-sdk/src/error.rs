@@ -26,6 +26,37 @@ pub mod codes {
     pub const BINARY_FILE: &str = "binary_file";
     /// Any other I/O failure.
     pub const IO_ERROR: &str = "io_error";
+
+    // Starting programs (`toolhost_guest::exec`): why the host refused.
+
+    /// The program is not on the plugin's exec allow-list, is a path, or
+    /// resolves inside the work dir.
+    pub const PROGRAM_NOT_ALLOWED: &str = "program_not_allowed";
+    /// A shell command line was asked for and the plugin's grant has no
+    /// shell profile.
+    pub const SHELL_NOT_ALLOWED: &str = "shell_not_allowed";
+    /// An environment variable the plugin is not granted.
+    pub const ENV_NOT_ALLOWED: &str = "env_not_allowed";
+    /// The working directory is outside the work dir or does not exist.
+    pub const BAD_CWD: &str = "bad_cwd";
+    /// Too many programs are running on the host; try again later.
+    pub const EXEC_BUSY: &str = "exec_busy";
+    /// The host cannot confine a program on this system, so it starts none.
+    pub const SANDBOX_UNAVAILABLE: &str = "sandbox_unavailable";
+    /// The program could not be started.
+    pub const SPAWN_FAILED: &str = "spawn_failed";
+
+    // How a program that ran ended, when that is a failure.
+
+    /// The program ran and exited with a non-zero status or died by a
+    /// signal; the message keeps its output.
+    pub const COMMAND_FAILED: &str = "command_failed";
+    /// The program ran past its time limit and was killed; the message keeps
+    /// the output from before.
+    pub const TIMEOUT: &str = "timeout";
+    /// The call was cancelled while the program ran, and it was killed; the
+    /// message keeps the output from before.
+    pub const CANCELLED: &str = "cancelled";
 }
 
 /// A failed tool result: a stable `snake_case` code and a message naming

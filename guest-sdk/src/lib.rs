@@ -38,9 +38,15 @@
 //! filesystem access) is the only directory the tool can see; resolve the
 //! paths the model passes with [`Context::resolve`], or read a text file the
 //! model names with [`fs::read_text`] (every failure a code the model can act on).
+//!
+//! Beyond the work dir, a tool reaches the outside only through the host:
+//! [`http::fetch`] (pinned outbound HTTP) and [`exec::run`] (an allow-listed
+//! program in a confined child process). A component imports only what it
+//! calls, and the host loads it only when its policy grants that.
 
 mod context;
 mod error;
+pub mod exec;
 mod export;
 pub mod fs;
 pub mod http;
@@ -58,7 +64,7 @@ pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",
         // The largest world; a component imports only what it uses.
-        world: "networked-plugin",
+        world: "host-plugin",
         pub_export_macro: true,
         export_macro_name: "__export_plugin",
         default_bindings_module: "toolhost_guest::bindings",

@@ -4,8 +4,8 @@
 
 wasmtime::component::bindgen!({
     // The largest world: a component of a smaller one (`plugin`) links too.
-    world: "networked-plugin",
+    world: "host-plugin",
     path: "../wit",
-    imports: { "toolhost:plugin/fetch.fetch": async },
+    imports: { "toolhost:plugin/fetch.fetch": async, "toolhost:plugin/exec.run": async },
     exports: { default: async },
 });

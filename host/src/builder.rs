@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 use crate::builtins;
 use crate::engine::{Engine, EngineSettings};
 use crate::error::LoadError;
+use crate::exec::{ExecGrant, ExecRuntime, ExecSettings};
 use crate::fetch::NetworkSettings;
 use crate::grants::{GrantSource, PluginGrants, Sockets};
 use crate::host::{Host, linker};
@@ -42,6 +43,9 @@ pub struct HostBuilder {
     approver: Option<Arc<dyn Approver>>,
     stub_sockets: bool,
     host_env: Option<Vec<(String, String)>>,
+    exec: Option<ExecSettings>,
+    builtin_exec: Option<ExecGrant>,
+    plugin_exec: ExecGrant,
 }
 
 enum PluginSource {
@@ -158,6 +162,27 @@ impl HostBuilder {
         self
     }
 
+    /// How children are bounded and where programs are found (over the policy's
+    /// `[exec]`).
+    pub fn exec(mut self, settings: ExecSettings) -> Self {
+        self.exec = Some(settings);
+        self
+    }
+
+    /// What the builtin tools (`terminal`, `git`) may run, over the policy's
+    /// `[builtins] exec` (default: `git` and the shell profile).
+    pub fn builtin_exec(mut self, grant: ExecGrant) -> Self {
+        self.builtin_exec = Some(grant);
+        self
+    }
+
+    /// What components loaded outside the policy may run (default: nothing; a
+    /// component importing exec is then refused).
+    pub fn plugin_exec(mut self, grant: ExecGrant) -> Self {
+        self.plugin_exec = grant;
+        self
+    }
+
     /// Create the engine, load every plugin, register their tools.
     pub async fn build(self) -> Result<Host, LoadError> {
         let network = &self.network;
@@ -180,15 +205,22 @@ impl HostBuilder {
         let engine = Engine::new(&self.engine)?;
         let linker = linker(engine.wasmtime())?;
 
+        let policy = self.policy.clone().unwrap_or_default();
+        let settings = self.exec.clone().unwrap_or_else(|| policy.exec.clone());
+        let search = settings.search_path();
+        let exec = Arc::new(ExecRuntime::new(settings, work_dir.clone()));
+
         let mut registry = Registry::new();
         let mut loaded = Vec::new();
         for (name, bytes, grants) in self.sources()? {
-            let plugin = Arc::new(Plugin::load(&engine, &linker, &name, &bytes, &grants).await?);
+            let mut plugin = Plugin::load(&engine, &linker, &name, &bytes, &grants).await?;
+            plugin.resolve_exec(&search, work_dir.as_deref());
+            let plugin = Arc::new(plugin);
             registry.register(plugin.clone())?;
             loaded.push(plugin);
         }
         if !self.no_builtins {
-            registry.register_native(Arc::new(crate::native::ReadOutput))?;
+            self.register_natives(&mut registry, &policy, &exec)?;
         }
         if let Some(allow) = &self.allow {
             let unknown = registry.retain(allow);
@@ -197,7 +229,6 @@ impl HostBuilder {
             }
         }
 
-        let policy = self.policy.clone().unwrap_or_default();
         let mut permissions = policy.permissions(work_dir.clone())?;
         if let Some(mode) = self.mode {
             permissions.mode = mode;
@@ -229,7 +260,37 @@ impl HostBuilder {
             approval_turn: tokio::sync::Mutex::new(()),
             policy_path: policy.path,
             policy_guard,
+            exec,
         })
+    }
+
+    /// The tools the host implements: `read_output`, `process_list`, `env_get`, and
+    /// `run_tests` when the policy declares test profiles.
+    fn register_natives(
+        &self,
+        registry: &mut Registry,
+        policy: &Policy,
+        exec: &Arc<ExecRuntime>,
+    ) -> Result<(), LoadError> {
+        use crate::native::{EnvGet, ProcessList, ReadOutput, RunTests};
+        registry.register_native(Arc::new(ReadOutput))?;
+        registry.register_native(Arc::new(ProcessList { runtime: exec.clone() }))?;
+        let vars = self.builtin_env(policy);
+        registry.register_native(Arc::new(EnvGet {
+            vars: vars.clone(),
+            reveal: policy.builtins.reveal.clone(),
+        }))?;
+        if !policy.tests.is_empty() {
+            registry.register_native(Arc::new(RunTests::new(policy.tests.clone(), exec.clone(), vars)))?;
+        }
+        Ok(())
+    }
+
+    /// The variables granted to the builtins: the policy's `[builtins] env` names
+    /// taken from the host env.
+    fn builtin_env(&self, policy: &Policy) -> Vec<(String, String)> {
+        let host_env = self.host_env.clone().unwrap_or_else(|| std::env::vars().collect());
+        crate::policy::env::select(&policy.builtins.env, host_env)
     }
 
     /// Every plugin to load, in order (builtins, the policy's, the ad-hoc ones), with
@@ -249,8 +310,14 @@ impl HostBuilder {
         };
         let mut sources = Vec::new();
         if !self.no_builtins {
+            let policy = self.policy.clone().unwrap_or_default();
             for (name, bytes) in builtins::ALL {
-                sources.push((name.to_string(), bytes.to_vec(), base(name, GrantSource::Builtin)));
+                let mut grants = base(name, GrantSource::Builtin);
+                if *name == builtins::EXEC_PLUGIN {
+                    grants.exec = self.builtin_exec.clone().unwrap_or_else(|| policy.builtins.exec.clone());
+                    grants.env.extend(self.builtin_env(&policy));
+                }
+                sources.push((name.to_string(), bytes.to_vec(), grants));
             }
         }
         let entries = self.policy.as_ref().map(|p| p.plugins.as_slice()).unwrap_or_default();
@@ -274,6 +341,7 @@ impl HostBuilder {
             if self.stub_sockets {
                 grants.sockets = Sockets::Stub;
             }
+            grants.exec = self.plugin_exec.clone();
             sources.push((name, bytes, grants));
         }
         Ok(sources)

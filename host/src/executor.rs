@@ -145,7 +145,8 @@ impl Host {
         };
         let (run, limits) = match tool.runner() {
             Runner::Native(native) => {
-                let out = native.call(self, args);
+                let ctx = crate::native::NativeCall { call_id: &call_id, cancel: &call.cancel };
+                let out = native.call(self, args, ctx).await;
                 (
                     out.map(|out| RawOutput { content: out.content, display: None, metadata: out.metadata }),
                     self.limits(),
@@ -215,6 +216,7 @@ impl Host {
                 deadline: limits.deadline_for(spec.timeout_ms),
                 cancel,
                 net: self.net_access(plugin),
+                exec: self.exec_access(plugin, cancel),
             },
         )
         .await;

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use crate::exec::ExecGrant;
 use crate::fetch::NetGrant;
 use crate::limits::Limits;
 
@@ -86,6 +87,8 @@ pub struct PluginGrants {
     pub env: Vec<(String, String)>,
     /// What to do with `wasi:sockets` imports.
     pub sockets: Sockets,
+    /// The programs it may start (used only if it imports exec).
+    pub exec: ExecGrant,
     /// The limits of its calls.
     pub limits: Limits,
     /// The sha256 the component must have (policy entries), checked at load.
@@ -103,6 +106,7 @@ impl PluginGrants {
             net: NetGrant::default(),
             env: Vec::new(),
             sockets: Sockets::Refuse,
+            exec: ExecGrant::default(),
             limits,
             sha256: None,
             source,

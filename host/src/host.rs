@@ -7,9 +7,10 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmtime::component::Linker;
 
-use crate::bindings::NetworkedPlugin as PluginWorld;
+use crate::bindings::HostPlugin as PluginWorld;
 use crate::engine::Engine;
 use crate::error::LoadError;
+use crate::exec::{ExecAccess, ExecRuntime};
 use crate::fetch::{FetchClient, NetAccess, NetworkSettings};
 use crate::grants::{GrantSource, PluginGrants};
 use crate::limits::Limits;
@@ -40,6 +41,8 @@ pub struct Host {
     pub(crate) policy_path: Option<PathBuf>,
     /// Watches the policy file when a plugin could write it.
     pub(crate) policy_guard: Option<PolicyGuard>,
+    /// Starts, confines and tracks every child process.
+    pub(crate) exec: Arc<ExecRuntime>,
 }
 
 impl Host {
@@ -92,6 +95,25 @@ impl Host {
     /// The network capability of a call to `plugin`: `None` unless it imports fetch.
     pub(crate) fn net_access(&self, plugin: &Plugin) -> Option<NetAccess> {
         plugin.network().map(|grant| NetAccess { grant: grant.clone(), client: self.fetch.clone() })
+    }
+
+    /// The exec capability of a call to `plugin`: `None` unless it imports exec.
+    pub(crate) fn exec_access(
+        &self,
+        plugin: &Plugin,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<ExecAccess> {
+        plugin.exec().map(|grant| ExecAccess {
+            runtime: self.exec.clone(),
+            grant: grant.clone(),
+            env: plugin.env().into(),
+            cancel: cancel.clone(),
+        })
+    }
+
+    /// The runtime that starts child processes (settings, process table).
+    pub fn exec_runtime(&self) -> &ExecRuntime {
+        &self.exec
     }
 
     /// Look at a component file the way `toolhost inspect` does: hash,

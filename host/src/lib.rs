@@ -31,6 +31,7 @@ mod builtins;
 mod cache;
 pub mod engine;
 pub mod error;
+pub mod exec;
 pub mod executor;
 pub mod fetch;
 mod files;

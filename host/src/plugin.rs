@@ -11,9 +11,10 @@ use sha2::{Digest, Sha256};
 use wasmtime::Store;
 use wasmtime::component::Linker;
 
-use crate::bindings::NetworkedPluginPre as PluginPre;
+use crate::bindings::HostPluginPre as PluginPre;
 use crate::engine::Engine;
 use crate::error::LoadError;
+use crate::exec::ResolvedGrant;
 use crate::fetch::NetGrant;
 use crate::grants::{FsAccess, PluginGrants, Sockets};
 use crate::limits::Limits;
@@ -36,6 +37,9 @@ const GRANTED_IMPORTS: &[(&str, &str)] = &[
 /// The pinned-fetch interface: granted only to a plugin whose network grant lists hosts.
 const FETCH_INTERFACE: &str = "toolhost:plugin/fetch";
 
+/// The exec interface: granted only to a plugin whose grant lists programs or the shell.
+const EXEC_INTERFACE: &str = "toolhost:plugin/exec";
+
 /// Socket interfaces: linked only when the grants stub them (every operation refused).
 const SOCKETS_PREFIX: &str = "wasi:sockets/";
 
@@ -51,6 +55,8 @@ pub struct Plugin {
     tools: Vec<ToolSpec>,
     /// `Some` only when the component imports fetch (and its grant lists hosts).
     net: Option<Arc<NetGrant>>,
+    /// `Some` only when the component imports exec: its grant, resolved by the host.
+    exec: Option<Arc<ResolvedGrant>>,
     grants: PluginGrants,
     read_dirs: Arc<[std::path::PathBuf]>,
     redactor: Redactor,
@@ -105,6 +111,7 @@ impl Plugin {
             pre,
             tools,
             net,
+            exec: None,
             read_dirs: grants.read_dirs.clone().into(),
             redactor: Redactor::new(&grants.env),
             grants: grants.clone(),
@@ -180,6 +187,24 @@ impl Plugin {
         self.net.as_ref()
     }
 
+    /// Whether the component imports exec.
+    pub fn imports_exec(&self) -> bool {
+        self.imports.iter().any(|i| is_exec(i))
+    }
+
+    /// Resolve its exec grant's programs (through `search`, never inside `work_dir`), if
+    /// it imports exec. Done once, at load.
+    pub(crate) fn resolve_exec(&mut self, search: &[std::path::PathBuf], work_dir: Option<&std::path::Path>) {
+        if self.imports_exec() {
+            self.exec = Some(Arc::new(self.grants.exec.resolve(search, work_dir)));
+        }
+    }
+
+    /// What it may run: `None` when it does not import exec (it starts no process).
+    pub fn exec(&self) -> Option<&Arc<ResolvedGrant>> {
+        self.exec.as_ref()
+    }
+
     pub(crate) fn engine(&self) -> &wasmtime::Engine {
         &self.engine
     }
@@ -199,6 +224,10 @@ pub fn imports_of(engine: &wasmtime::Engine, component: &wasmtime::component::Co
 
 fn is_fetch(import: &str) -> bool {
     import.strip_prefix(FETCH_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
+}
+
+fn is_exec(import: &str) -> bool {
+    import.strip_prefix(EXEC_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
 }
 
 /// Refuse bytes whose `sha256` is not the one `grants` pins (`identity_mismatch`).
@@ -224,6 +253,19 @@ pub fn check_imports(imports: &[String], grants: &PluginGrants) -> Result<(), Lo
                 let how = grants.source.how_to_grant("network", "[\"HOST\", …]", "--allow-host PATTERN");
                 return Err(denied(format!(
                     "no network hosts are granted to this plugin (grant some with {how})"
+                )));
+            }
+            continue;
+        }
+        if is_exec(import) {
+            if grants.exec.is_empty() {
+                let how = grants.source.how_to_grant(
+                    "exec",
+                    "{ programs = [\"NAME\", …] }",
+                    "--allow-program NAME",
+                );
+                return Err(denied(format!(
+                    "no programs are granted to this plugin (grant some with {how})"
                 )));
             }
             continue;
@@ -297,6 +339,8 @@ pub struct Requested {
     pub fetch: bool,
     /// It imports `wasi:sockets` (only ever stubbed).
     pub sockets: bool,
+    /// It imports `toolhost:plugin/exec` (it needs an exec grant).
+    pub exec: bool,
     /// It imports `wasi:cli/environment` (it can read granted env variables).
     pub env: bool,
     /// Imports the host never provides.
@@ -310,6 +354,8 @@ impl Requested {
         for import in imports {
             if is_fetch(import) {
                 requested.fetch = true;
+            } else if is_exec(import) {
+                requested.exec = true;
             } else if import.starts_with(SOCKETS_PREFIX) {
                 requested.sockets = true;
             } else if import.starts_with("wasi:filesystem/") {
@@ -359,6 +405,9 @@ pub async fn inspect(
     let mut listing = grants.clone();
     listing.sha256 = None;
     listing.sockets = Sockets::Stub;
+    if listing.exec.is_empty() {
+        listing.exec.shell = true;
+    }
     if listing.net.is_empty() {
         listing.net.hosts = vec![crate::fetch::HostPattern::any()];
     }

@@ -20,6 +20,7 @@ use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx, WasiCtxBuilder, WasiCtxView, Wasi
 
 use crate::bindings::toolhost::plugin::{log, types};
 use crate::error::{CallError, codes};
+use crate::exec::ExecAccess;
 use crate::fetch::NetAccess;
 use crate::limits::Limits;
 use crate::pipe::CappedPipe;
@@ -72,6 +73,9 @@ pub struct CallSpec<'a> {
     /// The network capability: `Some` only for a plugin that imports fetch and is granted
     /// hosts.
     pub net: Option<NetAccess>,
+    /// The exec capability: `Some` only for a plugin that imports exec and is granted
+    /// programs.
+    pub exec: Option<ExecAccess>,
 }
 
 /// Per-call store state: the WASI context and everything the limits track.
@@ -85,6 +89,8 @@ pub struct CallState {
     log_lines: u32,
     /// The plugin's network grant and the shared fetch client; `None`: no network.
     net: Option<NetAccess>,
+    /// The plugin's exec grant and the host's runtime; `None`: no processes.
+    exec: Option<ExecAccess>,
     /// When the call's deadline passes (a fetch never outlives it).
     deadline: Option<Instant>,
 }
@@ -130,6 +136,7 @@ impl CallState {
             call_id: call_id.to_string(),
             log_lines: 0,
             net: None,
+            exec: None,
             deadline: None,
         })
     }
@@ -146,6 +153,17 @@ impl CallState {
         self.net = net;
         self.deadline = Some(deadline);
         self
+    }
+
+    /// Hand the call its exec capability (or none).
+    pub(crate) fn with_exec(mut self, exec: Option<ExecAccess>) -> Self {
+        self.exec = exec;
+        self
+    }
+
+    /// The exec capability and the call's deadline, when the call may start processes.
+    pub(crate) fn exec(&self) -> Option<(&ExecAccess, Instant)> {
+        Some((self.exec.as_ref()?, self.deadline?))
     }
 
     /// The network capability and the call's deadline, when the call has network access.
@@ -242,7 +260,8 @@ pub async fn run(plugin: &Plugin, call: CallSpec<'_>) -> Result<types::ToolOutpu
         stdout,
         stderr.clone(),
     )?
-    .with_net(call.net, deadline_at);
+    .with_net(call.net, deadline_at)
+    .with_exec(call.exec);
     let mut store = Store::new(plugin.engine(), state);
     store.limiter(|state| &mut state.limiter);
     let host_err = |e: wasmtime::Error| CallError::new(codes::HOST_ERROR, format!("{e:#}"));

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::env::EnvName;
+use super::exec::{RawBuiltins, RawExec, RawExecGrant, RawTest};
 use super::rules::Rule;
 use super::{LimitOverrides, Mode, PluginEntry, Policy, PolicyError};
 use crate::fetch::HostPattern;
@@ -21,6 +22,12 @@ struct RawPolicy {
     permissions: RawPermissions,
     #[serde(default)]
     plugins: BTreeMap<Spanned<String>, RawPlugin>,
+    #[serde(default)]
+    builtins: RawBuiltins,
+    #[serde(default)]
+    exec: RawExec,
+    #[serde(default)]
+    tests: BTreeMap<Spanned<String>, RawTest>,
 }
 
 #[derive(Deserialize, Default)]
@@ -53,6 +60,7 @@ struct RawPlugin {
     sockets: Sockets,
     #[serde(default)]
     limits: RawLimits,
+    exec: Option<RawExecGrant>,
 }
 
 fn no_fs() -> FsAccess {
@@ -117,6 +125,10 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             .iter()
             .map(|n| EnvName::parse(n.get_ref()).map_err(|e| at(n.span(), format!("plugins.{key}.env: {e}"))))
             .collect::<Result<Vec<_>, _>>()?;
+        let exec = match &plugin.exec {
+            Some(raw) => raw.parse().map_err(|(span, e)| at(span, format!("plugins.{key}.exec: {e}")))?,
+            None => Default::default(),
+        };
         let read_dirs = plugin.read_dirs.iter().map(|d| base.join(d.get_ref())).collect::<Vec<PathBuf>>();
         plugins.push(PluginEntry {
             name: key.clone(),
@@ -127,6 +139,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             network,
             env,
             sockets: plugin.sockets,
+            exec,
             limits: LimitOverrides {
                 memory_mib: plugin.limits.memory_mib,
                 fuel: plugin.limits.fuel,
@@ -135,7 +148,22 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             },
         });
     }
-    Ok(Policy { path: Some(path.to_path_buf()), mode: raw.permissions.mode, allow, deny, protected, plugins })
+    let builtins = raw.builtins.parse().map_err(|(span, e)| at(span, e))?;
+    let mut tests = Vec::new();
+    for (name, test) in &raw.tests {
+        tests.push(test.parse(name.get_ref()).map_err(|(span, e)| at(span, e))?);
+    }
+    Ok(Policy {
+        path: Some(path.to_path_buf()),
+        mode: raw.permissions.mode,
+        allow,
+        deny,
+        protected,
+        plugins,
+        builtins,
+        exec: raw.exec.parse(base),
+        tests,
+    })
 }
 
 /// The 1-based line of byte `offset` in `text`.

@@ -22,7 +22,11 @@
 //! env = ["LANG", "LC_*"]                  # globs never pass secret-looking names
 //! sockets = "refuse"                      # or "stub": linked, every operation refused
 //! limits = { memory-mib = 64, fuel = 1_000_000_000, timeout-ms = 5000, output-bytes = 1_000_000 }
+//! exec = { programs = ["git"], shell = false }   # only if it imports exec
 //! ```
+//!
+//! The builtins' variables and programs, child limits and test profiles are in
+//! [`exec`] (`[builtins]`, `[exec]`, `[tests.NAME]`).
 //!
 //! Modules: `file` (parsing), [`rules`], [`permissions`], [`approver`], [`env`],
 //! [`redact`], `edit` (writing entries and rules back, comments kept).
@@ -30,6 +34,7 @@
 mod approver;
 mod edit;
 pub mod env;
+pub mod exec;
 mod file;
 mod guard;
 pub mod permissions;
@@ -41,6 +46,7 @@ use std::time::Duration;
 
 pub use approver::{Approval, ApprovalRequest, Approver};
 pub use edit::{PluginEntryDraft, add_allow_rule, write_plugin_entry};
+pub use exec::{BuiltinsPolicy, TestProfile};
 pub use guard::PolicyGuard;
 pub use permissions::{Decision, Mode, Permissions};
 pub use redact::Redactor;
@@ -138,6 +144,8 @@ pub struct PluginEntry {
     pub env: Vec<env::EnvName>,
     /// What its `wasi:sockets` imports get.
     pub sockets: Sockets,
+    /// The programs it may start.
+    pub exec: crate::exec::ExecGrant,
     /// Its limits.
     pub limits: LimitOverrides,
 }
@@ -157,6 +165,7 @@ impl PluginEntry {
             net: NetGrant { hosts: self.network.clone(), allow_private },
             env: env::select(&self.env, host_env),
             sockets: self.sockets,
+            exec: self.exec.clone(),
             limits: self.limits.apply(limits),
             sha256: Some(self.sha256.clone()),
             source: GrantSource::Policy { name: self.name.clone() },
@@ -179,6 +188,12 @@ pub struct Policy {
     pub protected: Vec<String>,
     /// Third-party plugins.
     pub plugins: Vec<PluginEntry>,
+    /// What the builtin tools see and may run.
+    pub builtins: BuiltinsPolicy,
+    /// How children are bounded.
+    pub exec: crate::exec::ExecSettings,
+    /// What `run_tests` may run.
+    pub tests: Vec<TestProfile>,
 }
 
 impl Policy {

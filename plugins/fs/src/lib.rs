@@ -1,5 +1,5 @@
 //! The builtin filesystem tools of toolhost: `read_file`, `write_file`,
-//! `edit_file`, `list_dir`, `find_files` and `grep_files`.
+//! `edit_file`, `list_dir`, `find_files`, `grep_files` and `disk_usage`.
 //!
 //! Every path the model passes is resolved inside the work directory with
 //! [`Context::resolve`]; the WASI sandbox (a preopen of the work dir) is the
@@ -9,6 +9,7 @@
 use sha2::{Digest, Sha256};
 use toolhost_guest::{Tool, tool};
 
+pub mod du;
 pub mod edit;
 pub mod find;
 pub mod grep;
@@ -46,6 +47,7 @@ pub fn tools() -> Vec<Tool> {
         tool("list_dir", list::DESCRIPTION, list::run).read_only(),
         tool("find_files", find::DESCRIPTION, find::run).read_only(),
         tool("grep_files", grep::DESCRIPTION, grep::run).read_only(),
+        tool("disk_usage", du::DESCRIPTION, du::run).read_only(),
     ]
 }
 
@@ -111,8 +113,8 @@ mod tests {
     }
 
     #[test]
-    fn six_tools() {
-        assert_eq!(tools().len(), 6);
+    fn seven_tools() {
+        assert_eq!(tools().len(), 7);
     }
 
     /// Every property has one plain `type` (the host coerces by it) and a
@@ -127,6 +129,7 @@ mod tests {
             ("list_dir", schema_for!(list::Args)),
             ("find_files", schema_for!(find::Args)),
             ("grep_files", schema_for!(grep::Args)),
+            ("disk_usage", schema_for!(du::Args)),
         ];
         for (tool, schema) in schemas {
             let schema = schema.to_value();

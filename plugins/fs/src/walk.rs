@@ -2,7 +2,8 @@
 //! iterative (an explicit stack, no recursion), depth-first, directories
 //! before files and each group sorted by name, never following symlinks,
 //! and skipping directories that are almost never what the model wants
-//! (`.git`, `node_modules`, `target`, ...).
+//! (`.git`, `node_modules`, `target`, ...) unless asked to walk everything
+//! ([`Walk::everything`], for `disk_usage`).
 
 use std::ffi::OsString;
 #[cfg(any(test, not(target_arch = "wasm32")))]
@@ -52,16 +53,29 @@ pub struct Walk {
     /// Entries still to yield, the next one last.
     stack: Vec<Entry>,
     max_depth: usize,
+    /// Directory names not entered below the root.
+    skip: &'static [&'static str],
     /// Skipped directory names (one per directory skipped).
     skipped: Vec<String>,
     unreadable: usize,
 }
 
 impl Walk {
-    /// Walk below `root` down to `max_depth` (1 = the root's entries only).
-    /// Fails only when `root` itself cannot be read.
+    /// Walk below `root` down to `max_depth` (1 = the root's entries only),
+    /// not entering the [`SKIP_DIRS`]. Fails only when `root` itself cannot
+    /// be read.
     pub fn new(root: &Path, max_depth: usize) -> std::io::Result<Self> {
-        let mut walk = Self { stack: Vec::new(), max_depth, skipped: Vec::new(), unreadable: 0 };
+        Self::start(root, max_depth, SKIP_DIRS)
+    }
+
+    /// Like [`Walk::new`], but entering every directory, [`SKIP_DIRS`]
+    /// included (symlinks are still not followed).
+    pub fn everything(root: &Path, max_depth: usize) -> std::io::Result<Self> {
+        Self::start(root, max_depth, &[])
+    }
+
+    fn start(root: &Path, max_depth: usize, skip: &'static [&'static str]) -> std::io::Result<Self> {
+        let mut walk = Self { stack: Vec::new(), max_depth, skip, skipped: Vec::new(), unreadable: 0 };
         let children = read_sorted(root, 1)?;
         walk.push_children(children);
         Ok(walk)
@@ -109,7 +123,7 @@ impl Walk {
     fn push_children(&mut self, children: Vec<Entry>) {
         // Last pushed is yielded first: push in reverse order.
         for child in children.into_iter().rev() {
-            if child.kind == Kind::Dir && SKIP_DIRS.contains(&child.name().as_str()) {
+            if child.kind == Kind::Dir && self.skip.contains(&child.name().as_str()) {
                 self.skipped.push(child.name());
                 continue;
             }
@@ -251,6 +265,23 @@ mod tests {
         let inside =
             names(Walk::new(&r.join("sub/node_modules"), usize::MAX).unwrap(), &r.join("sub/node_modules"));
         assert_eq!(inside, ["pkg", "pkg/i.js"]);
+        // Walking everything enters them.
+        let mut all = Walk::everything(r, usize::MAX).unwrap();
+        let seen: Vec<String> =
+            all.by_ref().map(|e| e.path.strip_prefix(r).unwrap().display().to_string()).collect();
+        assert_eq!(
+            seen,
+            [
+                ".git",
+                ".git/objects",
+                "sub",
+                "sub/node_modules",
+                "sub/node_modules/pkg",
+                "sub/node_modules/pkg/i.js",
+                "target"
+            ]
+        );
+        assert_eq!((all.skipped_count(), all.note()), (0, None));
     }
 
     #[cfg(unix)]

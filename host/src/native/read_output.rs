@@ -1,33 +1,19 @@
-//! Tools the host implements itself, because they read host state rather
-//! than the work dir: `read_output` reads back the full output of an earlier
-//! call from the output store.
+//! `read_output`: reads back the full output of an earlier call from the output
+//! store.
 
 use std::fmt::Write as _;
 
+use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::{NativeCall, NativeOutput, NativeTool};
 use crate::error::{CallError, codes};
 use crate::host::Host;
 use crate::spec::ToolSpec;
 
 /// Name of the tool that reads back stored outputs.
 pub const READ_OUTPUT: &str = "read_output";
-
-/// What a native tool returns on success.
-pub(crate) struct NativeOutput {
-    pub(crate) content: String,
-    pub(crate) metadata: Option<Value>,
-}
-
-/// A tool implemented in the host. It runs on the caller's task, so it must
-/// be quick and must not block.
-pub(crate) trait NativeTool: Send + Sync {
-    /// The tool's spec (computed once, at registration).
-    fn spec(&self) -> ToolSpec;
-    /// Run it with validated arguments.
-    fn call(&self, host: &Host, args: Value) -> Result<NativeOutput, CallError>;
-}
 
 /// `read_output`: a window of lines, or the lines matching a regex, of the
 /// full output of an earlier call.
@@ -79,7 +65,18 @@ impl NativeTool for ReadOutput {
         }
     }
 
-    fn call(&self, host: &Host, args: Value) -> Result<NativeOutput, CallError> {
+    fn call<'a>(
+        &'a self,
+        host: &'a Host,
+        args: Value,
+        _call: NativeCall<'a>,
+    ) -> BoxFuture<'a, Result<NativeOutput, CallError>> {
+        Box::pin(async move { read(host, args) })
+    }
+}
+
+fn read(host: &Host, args: Value) -> Result<NativeOutput, CallError> {
+    {
         let args: Args =
             serde_json::from_value(args).map_err(|e| CallError::new(codes::INVALID_ARGS, e.to_string()))?;
         let Some(full) = host.outputs().get(&args.call_id) else {

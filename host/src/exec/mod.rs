@@ -1,0 +1,114 @@
+//! Starting programs: the host side of `toolhost:plugin/exec`, and of the native
+//! `run_tests` and `process_list` tools.
+//!
+//! A spawned process runs natively, outside wasm, so the host confines every child
+//! itself rather than trusting the tool that asked:
+//!
+//! - **What runs**: only programs on the grant's allow-list, resolved once, at load,
+//!   to absolute paths outside the work dir ([`ExecGrant::resolve`]); arguments are a
+//!   vector, never a shell line, unless the grant has the shell profile (`bash -c`).
+//! - **Where it can reach** ([`confine`]): Landlock limits it to the work dir
+//!   (read-write only when the call may write) and read-only system dirs; a new user
+//!   and network namespace leaves it no network; rlimits bound CPU time, file size,
+//!   address space and core dumps; it leads its own session and process group; a
+//!   pids cgroup ([`cgroup`]) caps how many processes it can start and finds every
+//!   one of them to kill.
+//! - **What it knows**: an empty environment plus a fixed `PATH`, `HOME` and
+//!   `TMPDIR` (the work dir), `LANG`, and the granted variables.
+//! - **How it ends** ([`spawn`]): at its deadline or on cancellation every process
+//!   it started is killed and reaped; output before that is kept (head and tail).
+//!   At most [`ExecSettings::max_children`] run at once on a host (`exec_busy`).
+//!
+//! When the kernel cannot confine a child (no Landlock, no user namespaces, no way to
+//! cap processes), exec fails closed with `sandbox_unavailable` unless the grant says
+//! `unconfined = true`.
+//!
+//! Modules: [`confine`] (the child's pre-exec steps; the only `unsafe` code),
+//! [`cgroup`], `capture` (head + tail of a stream), [`spawn`] (one child, start to
+//! reaped), [`table`] (what `process_list` shows), `host` (the WIT glue).
+
+mod capture;
+pub mod cgroup;
+pub mod confine;
+mod grant;
+mod host;
+mod runtime;
+pub mod spawn;
+pub mod table;
+
+pub use grant::{ExecGrant, ResolvedGrant};
+pub use runtime::{ExecAccess, ExecRuntime};
+pub use spawn::{Captured, Finished, SpawnError, SpawnRequest};
+pub use table::{ProcessInfo, ProcessState};
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Directories searched for allow-listed program names, before [`ExecSettings::path`].
+pub const SYSTEM_PATH: &[&str] =
+    &["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+
+/// Resource limits of one child (and everything it starts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildLimits {
+    /// CPU seconds per process (`RLIMIT_CPU`; SIGXCPU, then SIGKILL a second later).
+    pub cpu_seconds: u64,
+    /// Address space per process in bytes (`RLIMIT_AS`): allocation fails beyond it.
+    pub memory_bytes: u64,
+    /// Largest file a process may write (`RLIMIT_FSIZE`).
+    pub file_size_bytes: u64,
+    /// Processes (and threads) at once in the child's tree: the pids cgroup's
+    /// `pids.max`, and `RLIMIT_NPROC` where that applies (not for root).
+    pub processes: u64,
+    /// Default and most bytes kept of each of stdout and stderr.
+    pub output_bytes: u64,
+}
+
+impl Default for ChildLimits {
+    fn default() -> Self {
+        Self {
+            cpu_seconds: 600,
+            memory_bytes: 4 << 30,
+            file_size_bytes: 1 << 30,
+            processes: 256,
+            output_bytes: 1 << 20,
+        }
+    }
+}
+
+/// Host-wide settings of exec: how many children at once, where programs are found
+/// and what they may read, and their limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecSettings {
+    /// Children running at once on this host; one more gets `exec_busy`.
+    pub max_children: usize,
+    /// Extra directories searched for program names (after [`SYSTEM_PATH`]); children
+    /// may read and execute in them.
+    pub path: Vec<PathBuf>,
+    /// Extra directories children may read (a toolchain's files, say).
+    pub read_dirs: Vec<PathBuf>,
+    /// Limits of every child.
+    pub limits: ChildLimits,
+}
+
+impl Default for ExecSettings {
+    fn default() -> Self {
+        Self { max_children: 4, path: Vec::new(), read_dirs: Vec::new(), limits: ChildLimits::default() }
+    }
+}
+
+impl ExecSettings {
+    /// The directories searched for program names, in order.
+    pub fn search_path(&self) -> Vec<PathBuf> {
+        SYSTEM_PATH.iter().map(PathBuf::from).chain(self.path.iter().cloned()).collect()
+    }
+
+    /// The `PATH` a child sees.
+    pub fn child_path(&self) -> String {
+        let dirs: Vec<String> = self.search_path().iter().map(|p| p.display().to_string()).collect();
+        dirs.join(":")
+    }
+}
+
+/// The longest a child may take when neither the request nor the call says less.
+pub(crate) const MAX_CHILD_TIME: Duration = Duration::from_secs(3600);

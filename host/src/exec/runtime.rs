@@ -1,0 +1,160 @@
+//! [`ExecRuntime`]: the host's one place that starts processes. It holds the
+//! sandbox (built on first use and probed once), the limit on children at once, and
+//! the process table. [`ExecAccess`] is one call's capability to use it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::ExecSettings;
+use super::cgroup::CgroupRoot;
+use super::confine::{ChildSetup, Confiner, is_root};
+use super::grant::ResolvedGrant;
+use super::spawn::{self, Finished, SpawnError, SpawnRequest};
+use super::table::{ProcessInfo, ProcessTable};
+
+/// What confines children on this host, built on first use.
+struct Sandbox {
+    confiner: Confiner,
+    cgroup: Option<CgroupRoot>,
+}
+
+/// Starts, confines, bounds and tracks every child of one host.
+pub struct ExecRuntime {
+    settings: ExecSettings,
+    work_dir: Option<PathBuf>,
+    sandbox: OnceLock<Result<Sandbox, String>>,
+    slots: Semaphore,
+    table: ProcessTable,
+}
+
+impl std::fmt::Debug for ExecRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecRuntime").field("settings", &self.settings).finish_non_exhaustive()
+    }
+}
+
+/// One call's capability to start processes: the plugin's resolved grant, the
+/// variables it is granted, and the host's runtime.
+#[derive(Clone)]
+pub struct ExecAccess {
+    /// The host's runtime.
+    pub runtime: Arc<ExecRuntime>,
+    /// What the plugin may run.
+    pub grant: Arc<ResolvedGrant>,
+    /// The variables granted to the plugin (passed to every child).
+    pub env: Arc<[(String, String)]>,
+    /// The call's cancellation.
+    pub cancel: CancellationToken,
+}
+
+impl ExecRuntime {
+    /// A runtime for a host working in `work_dir`. Nothing is probed until the first
+    /// child.
+    pub fn new(settings: ExecSettings, work_dir: Option<PathBuf>) -> Self {
+        let slots = Semaphore::new(settings.max_children.max(1));
+        Self { settings, work_dir, sandbox: OnceLock::new(), slots, table: ProcessTable::default() }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &ExecSettings {
+        &self.settings
+    }
+
+    /// The processes started by this host: running ones, then recently ended ones.
+    pub fn processes(&self) -> Vec<ProcessInfo> {
+        self.table.snapshot()
+    }
+
+    /// Whether children can be confined here, and if not, why.
+    pub fn availability(&self) -> Result<(), String> {
+        self.sandbox().map(|_| ()).map_err(str::to_owned)
+    }
+
+    fn sandbox(&self) -> Result<&Sandbox, &str> {
+        self.sandbox.get_or_init(|| self.build_sandbox()).as_ref().map_err(String::as_str)
+    }
+
+    fn build_sandbox(&self) -> Result<Sandbox, String> {
+        let confiner =
+            Confiner::new(self.work_dir.as_deref(), &self.settings.path, &self.settings.read_dirs)?;
+        let cgroup = CgroupRoot::create();
+        if cgroup.is_none() && is_root() {
+            return Err(
+                "the host runs as root, which RLIMIT_NPROC does not bound, and no pids cgroup can be \
+                        created to cap a child's processes"
+                    .into(),
+            );
+        }
+        let sandbox = Sandbox { confiner, cgroup };
+        probe(&sandbox, &self.settings)?;
+        Ok(sandbox)
+    }
+
+    /// Start `req`, wait for it under its deadline and `cancel`, and clean up after
+    /// it. `exec_busy` when [`ExecSettings::max_children`] are running.
+    pub async fn run(&self, req: SpawnRequest, cancel: &CancellationToken) -> Result<Finished, SpawnError> {
+        let _slot = self.slots.try_acquire().map_err(|_| {
+            SpawnError::Busy(format!(
+                "{} processes started by tools are already running on this host (the most at once); \
+                 try again when one has ended",
+                self.settings.max_children
+            ))
+        })?;
+        let limits = &self.settings.limits;
+        let mut setup = ChildSetup::new(limits);
+        let mut cgroup = None;
+        if req.unconfined {
+            setup.nproc = (!is_root()).then_some(limits.processes);
+        } else {
+            let sandbox = self.sandbox().map_err(|e| SpawnError::Unavailable(e.to_string()))?;
+            setup.ruleset = Some(sandbox.confiner.ruleset(req.writable));
+            setup.namespaces = true;
+            cgroup = sandbox.cgroup.as_ref().and_then(|root| root.child(limits.processes));
+            match &cgroup {
+                Some(c) => setup.cgroup_procs = Some(c.procs_fd()),
+                None if is_root() => {
+                    return Err(SpawnError::Unavailable("could not create the child's pids cgroup".into()));
+                }
+                None => setup.nproc = Some(limits.processes),
+            }
+        }
+        let path = self.settings.child_path();
+        spawn::run(req, setup, cgroup, &path, &self.table, cancel).await
+    }
+
+    /// The work dir children run in.
+    pub fn work_dir(&self) -> Option<&Path> {
+        self.work_dir.as_deref()
+    }
+}
+
+/// Start `true` fully confined once: a kernel without user namespaces (or one that
+/// refuses a step) fails here, before any tool relies on it.
+fn probe(sandbox: &Sandbox, settings: &ExecSettings) -> Result<(), String> {
+    let program = ["/usr/bin/true", "/bin/true"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .ok_or("no `true` to probe with")?;
+    let mut setup = ChildSetup::new(&settings.limits);
+    setup.ruleset = Some(sandbox.confiner.ruleset(false));
+    setup.namespaces = true;
+    let cgroup = sandbox.cgroup.as_ref().and_then(|root| root.child(settings.limits.processes));
+    setup.cgroup_procs = cgroup.as_ref().map(|c| c.procs_fd());
+    let mut cmd = std::process::Command::new(program);
+    cmd.env_clear().stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+    setup.install(&mut cmd);
+    let outcome = cmd.status();
+    if let Some(c) = cgroup {
+        c.remove();
+    }
+    match outcome {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("a confined probe process failed ({status})")),
+        Err(e) => Err(format!(
+            "a confined process cannot be started here (user and network namespaces, Landlock): {e}"
+        )),
+    }
+}

@@ -1,0 +1,260 @@
+//! One child, from start to reaped: spawn it confined, feed its stdin, read its
+//! output (head and tail), wait for it under its deadline and the call's
+//! cancellation, then kill whatever it left behind.
+//!
+//! The end of a child is decided by waiting for it, never by its pipes: a
+//! background job can hold them open for ever. Once the leader has ended (or been
+//! killed) every process left in its cgroup and process group is killed, and the
+//! readers are given a moment to drain what was written before.
+//!
+//! If the future is dropped midway (the call's own deadline passed), [`TreeGuard`]
+//! kills the whole tree on drop.
+
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncWriteExt;
+use tokio_util::sync::CancellationToken;
+
+use super::capture::read_capped;
+use super::cgroup::ChildCgroup;
+use super::confine::{self, ChildSetup};
+use super::table::{ProcessState, ProcessTable};
+
+/// How long the readers may drain the pipes after the tree was killed.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// What to run, fully resolved: the host checked the program, cwd and env already.
+#[derive(Debug, Clone)]
+pub struct SpawnRequest {
+    /// Absolute path of the program.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The command as one line, for `process_list`.
+    pub display: String,
+    /// Working directory (inside the work dir).
+    pub cwd: PathBuf,
+    /// The whole environment besides the fixed variables.
+    pub env: Vec<(String, String)>,
+    /// Bytes for stdin (then closed); `None`: empty stdin.
+    pub stdin: Option<Vec<u8>>,
+    /// When to kill it.
+    pub timeout: Duration,
+    /// Bytes kept of each stream.
+    pub max_output: usize,
+    /// Send stderr into stdout's pipe.
+    pub merge_stderr: bool,
+    /// Whether it may write the work dir.
+    pub writable: bool,
+    /// Run without Landlock and namespaces (the grant said so).
+    pub unconfined: bool,
+    /// Who started it (plugin or tool), for `process_list`.
+    pub started_by: String,
+    /// The call it belongs to.
+    pub call_id: String,
+}
+
+/// What one stream said (see `captured` in the WIT).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Captured {
+    /// Head and tail, with a marker between when cut.
+    pub data: Vec<u8>,
+    /// Bytes written in all.
+    pub total_bytes: u64,
+    /// Bytes cut from the middle.
+    pub cut_bytes: u64,
+}
+
+impl Captured {
+    /// The bytes as text (invalid UTF-8 replaced).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.data).into_owned()
+    }
+}
+
+/// How a child ended.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// Its pid.
+    pub pid: u32,
+    /// Exit status, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it.
+    pub signal: Option<i32>,
+    /// Its stdout (and stderr when merged).
+    pub stdout: Captured,
+    /// Its stderr.
+    pub stderr: Captured,
+    /// Wall time.
+    pub duration: Duration,
+    /// Killed at its deadline.
+    pub timed_out: bool,
+    /// Killed because the call was cancelled.
+    pub cancelled: bool,
+}
+
+/// Why a child was not started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpawnError {
+    /// Too many children are running.
+    #[error("exec_busy: {0}")]
+    Busy(String),
+    /// The host cannot confine a child here.
+    #[error("sandbox_unavailable: {0}")]
+    Unavailable(String),
+    /// Starting it failed.
+    #[error("spawn_failed: {0}")]
+    Failed(String),
+}
+
+/// Kills the child's whole tree when dropped, unless disarmed: the cgroup (every
+/// process, `setsid` or not) and the process group.
+struct TreeGuard<'a> {
+    pgid: u32,
+    cgroup: Option<ChildCgroup>,
+    table: &'a ProcessTable,
+    entry: u64,
+    recorded: bool,
+}
+
+impl TreeGuard<'_> {
+    fn kill(&self) {
+        if self.pgid > 0 {
+            confine::kill_group(self.pgid, libc::SIGKILL);
+        }
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill_all();
+        }
+    }
+}
+
+impl Drop for TreeGuard<'_> {
+    fn drop(&mut self) {
+        self.kill();
+        if !self.recorded {
+            self.table.ended(self.entry, ProcessState::Cancelled);
+        }
+        if let Some(cgroup) = self.cgroup.take() {
+            cgroup.remove();
+        }
+    }
+}
+
+enum End {
+    Exited(std::io::Result<std::process::ExitStatus>),
+    TimedOut,
+    Cancelled,
+}
+
+/// Spawn `req` with `setup` (its cgroup in `cgroup`), wait for it, and reap it and
+/// everything it started. Records it in `table`.
+pub(crate) async fn run(
+    req: SpawnRequest,
+    setup: ChildSetup,
+    cgroup: Option<ChildCgroup>,
+    path_var: &str,
+    table: &ProcessTable,
+    cancel: &CancellationToken,
+) -> Result<Finished, SpawnError> {
+    let started = Instant::now();
+    let mut cmd = tokio::process::Command::new(&req.program);
+    cmd.args(&req.args)
+        .current_dir(&req.cwd)
+        .env_clear()
+        .env("PATH", path_var)
+        .env("HOME", &req.cwd)
+        .env("TMPDIR", &req.cwd)
+        .env("LANG", "C.UTF-8")
+        .envs(req.env.iter().map(|(k, v)| (k, v)))
+        .stdin(if req.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .kill_on_drop(true);
+    let merged = if req.merge_stderr {
+        let (reader, writer) = std::io::pipe().map_err(|e| SpawnError::Failed(format!("pipe: {e}")))?;
+        let second = writer.try_clone().map_err(|e| SpawnError::Failed(format!("pipe: {e}")))?;
+        cmd.stdout(Stdio::from(writer)).stderr(Stdio::from(second));
+        Some(OwnedFd::from(reader))
+    } else {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        None
+    };
+    setup.install(cmd.as_std_mut());
+    let spawned = cmd.spawn();
+    // The parent's copies of the merged pipe's write end go with the command.
+    drop(cmd);
+    let mut child = spawned.map_err(|e| SpawnError::Failed(format!("{}: {e}", req.program.display())))?;
+    let pid = child.id().unwrap_or(0);
+    let entry = table.started(pid, &req.display, &req.started_by, &req.call_id);
+    let mut guard = TreeGuard { pgid: pid, cgroup, table, entry, recorded: false };
+
+    if let (Some(bytes), Some(mut stdin)) = (req.stdin, child.stdin.take()) {
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
+    let cap = req.max_output;
+    let stdout = match merged {
+        Some(fd) => match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
+            Ok(rx) => tokio::spawn(read_capped(rx, cap)),
+            Err(e) => return Err(SpawnError::Failed(format!("pipe: {e}"))),
+        },
+        None => match child.stdout.take() {
+            Some(out) => tokio::spawn(read_capped(out, cap)),
+            None => tokio::spawn(async { Captured::default() }),
+        },
+    };
+    let stderr = match child.stderr.take() {
+        Some(err) => tokio::spawn(read_capped(err, cap)),
+        None => tokio::spawn(async { Captured::default() }),
+    };
+
+    let end = tokio::select! {
+        biased;
+        status = child.wait() => End::Exited(status),
+        _ = cancel.cancelled() => End::Cancelled,
+        _ = tokio::time::sleep(req.timeout) => End::TimedOut,
+    };
+    // Whatever the leader did, nothing it started outlives the call.
+    guard.kill();
+    let (timed_out, cancelled) = (matches!(end, End::TimedOut), matches!(end, End::Cancelled));
+    let status = match end {
+        End::Exited(status) => status,
+        End::TimedOut | End::Cancelled => child.wait().await,
+    };
+    let duration = started.elapsed();
+    let drain = |task: tokio::task::JoinHandle<Captured>| async move {
+        let abort = task.abort_handle();
+        match tokio::time::timeout(DRAIN, task).await {
+            Ok(Ok(captured)) => captured,
+            _ => {
+                abort.abort();
+                Captured::default()
+            }
+        }
+    };
+    let (stdout, stderr) = tokio::join!(drain(stdout), drain(stderr));
+
+    let status = status.map_err(|e| SpawnError::Failed(format!("waiting for the child: {e}")))?;
+    let state = match (timed_out, cancelled, status.code(), status.signal()) {
+        (true, _, _, _) => ProcessState::TimedOut,
+        (_, true, _, _) => ProcessState::Cancelled,
+        (_, _, Some(code), _) => ProcessState::Exited(code),
+        (_, _, None, signal) => ProcessState::Signaled(signal.unwrap_or(0)),
+    };
+    table.ended(entry, state);
+    guard.recorded = true;
+    drop(guard);
+    Ok(Finished {
+        pid,
+        exit_code: status.code(),
+        signal: status.signal(),
+        stdout,
+        stderr,
+        duration,
+        timed_out,
+        cancelled,
+    })
+}

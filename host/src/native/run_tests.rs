@@ -1,0 +1,245 @@
+//! `run_tests`: runs a test profile the policy declares (`[tests.NAME]`), never a
+//! command from the model. The only model input is which profile, and one `filter`
+//! argument where the profile allows it. One run at a time per host
+//! (`run_tests_busy`); the child runs in the same sandbox as every exec child.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{NativeCall, NativeOutput, NativeTool};
+use crate::error::{CallError, codes};
+use crate::exec::{ExecGrant, ExecRuntime, SpawnError, SpawnRequest};
+use crate::host::Host;
+use crate::policy::TestProfile;
+use crate::spec::ToolSpec;
+
+/// Bytes of the end of the log kept in the result.
+const TAIL_BYTES: usize = 8_000;
+
+/// The tool: the profiles with their programs resolved, the runtime, the builtins'
+/// variables, and the one-at-a-time lock.
+pub(crate) struct RunTests {
+    profiles: Vec<(TestProfile, Option<PathBuf>)>,
+    runtime: Arc<ExecRuntime>,
+    env: Vec<(String, String)>,
+    busy: tokio::sync::Mutex<()>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    profile: Option<String>,
+    filter: Option<String>,
+}
+
+impl RunTests {
+    /// The tool for `profiles` (resolved now, through the runtime's search path).
+    pub(crate) fn new(
+        profiles: Vec<TestProfile>,
+        runtime: Arc<ExecRuntime>,
+        env: Vec<(String, String)>,
+    ) -> Self {
+        let search = runtime.settings().search_path();
+        let profiles = profiles
+            .into_iter()
+            .map(|p| {
+                let grant = ExecGrant { programs: vec![p.command.clone()], shell: false, unconfined: false };
+                let path =
+                    grant.resolve(&search, runtime.work_dir()).program(&p.command).ok().map(PathBuf::from);
+                (p, path)
+            })
+            .collect();
+        Self { profiles, runtime, env, busy: tokio::sync::Mutex::new(()) }
+    }
+
+    fn profile(&self, name: Option<&str>) -> Result<&(TestProfile, Option<PathBuf>), CallError> {
+        let names = || self.profiles.iter().map(|(p, _)| p.name.as_str()).collect::<Vec<_>>().join(", ");
+        match name {
+            Some(name) => self.profiles.iter().find(|(p, _)| p.name == name).ok_or_else(|| {
+                CallError::new(
+                    codes::INVALID_ARGS,
+                    format!("no test profile `{name}`; the profiles are: {}", names()),
+                )
+            }),
+            None if self.profiles.len() == 1 => Ok(&self.profiles[0]),
+            None => Err(CallError::new(codes::INVALID_ARGS, format!("name a `profile`: {}", names()))),
+        }
+    }
+}
+
+impl NativeTool for RunTests {
+    fn spec(&self) -> ToolSpec {
+        let names: Vec<&str> = self.profiles.iter().map(|(p, _)| p.name.as_str()).collect();
+        let listing: Vec<String> = self
+            .profiles
+            .iter()
+            .map(|(p, _)| {
+                let filter = if p.filter { ", takes a filter" } else { "" };
+                format!("`{}` ({} {}{filter})", p.name, p.command, p.args.join(" "))
+            })
+            .collect();
+        ToolSpec {
+            name: "run_tests".into(),
+            description: format!(
+                "Run the project's tests with a profile the user declared: {}. Says PASSED or FAILED with \
+                 the exit status and the end of the log. Only one run at a time (run_tests_busy). Use it \
+                 rather than terminal to run tests.",
+                listing.join("; ")
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "profile": {"type": "string", "enum": names, "description": "Which profile (optional when there is one)."},
+                    "filter": {"type": "string", "description": "Passed as one extra argument to profiles that take a filter (a test name or pattern; it may not start with `-`)."}
+                },
+                "additionalProperties": false
+            }),
+            read_only: false,
+            destructive: false,
+            timeout_ms: self.profiles.iter().map(|(p, _)| p.timeout.as_millis() as u32 + 5_000).max(),
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        _host: &'a Host,
+        args: Value,
+        call: NativeCall<'a>,
+    ) -> BoxFuture<'a, Result<NativeOutput, CallError>> {
+        Box::pin(async move {
+            let args: Args = serde_json::from_value(args)
+                .map_err(|e| CallError::new(codes::INVALID_ARGS, e.to_string()))?;
+            let (profile, program) = self.profile(args.profile.as_deref())?;
+            let mut argv = profile.args.clone();
+            if let Some(filter) = args.filter {
+                if !profile.filter {
+                    return Err(CallError::new(
+                        codes::INVALID_ARGS,
+                        format!("the profile `{}` takes no filter", profile.name),
+                    ));
+                }
+                if filter.starts_with('-') || filter.is_empty() {
+                    return Err(CallError::new(
+                        codes::INVALID_ARGS,
+                        format!(
+                            "filter `{filter}`: it may not be empty or start with `-` (it is not an option)"
+                        ),
+                    ));
+                }
+                argv.push(filter);
+            }
+            let Some(program) = program else {
+                return Err(CallError::new(
+                    "program_not_allowed",
+                    format!("the profile's program `{}` is not installed on the host", profile.command),
+                ));
+            };
+            let Some(work) = self.runtime.work_dir() else {
+                return Err(CallError::new("bad_cwd", "the host has no work dir to run tests in"));
+            };
+            let cwd = work
+                .join(&profile.cwd)
+                .canonicalize()
+                .ok()
+                .filter(|c| c.starts_with(work))
+                .ok_or_else(|| {
+                    CallError::new(
+                        "bad_cwd",
+                        format!("the profile's cwd {} is not a dir in the work dir", profile.cwd.display()),
+                    )
+                })?;
+            let Ok(_turn) = self.busy.try_lock() else {
+                return Err(CallError::new(
+                    "run_tests_busy",
+                    "a test run is already in progress; wait for it to end",
+                ));
+            };
+            let display = std::iter::once(profile.command.clone())
+                .chain(argv.iter().cloned())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let req = SpawnRequest {
+                program: program.clone(),
+                args: argv,
+                display,
+                cwd,
+                env: self.env.clone(),
+                stdin: None,
+                timeout: profile.timeout,
+                max_output: self.runtime.settings().limits.output_bytes as usize,
+                merge_stderr: true,
+                writable: true,
+                unconfined: false,
+                started_by: "run_tests".into(),
+                call_id: call.call_id.to_string(),
+            };
+            let done = self.runtime.run(req, call.cancel).await.map_err(|e| match e {
+                SpawnError::Busy(m) => CallError::new("exec_busy", m),
+                SpawnError::Unavailable(m) => CallError::new("sandbox_unavailable", m),
+                SpawnError::Failed(m) => CallError::new("spawn_failed", m),
+            })?;
+            let log = done.stdout.text();
+            let tail = tail(&log, TAIL_BYTES);
+            let passed = done.exit_code == Some(0) && !done.timed_out && !done.cancelled;
+            let status = match (done.exit_code, done.signal) {
+                (Some(code), _) => format!("exit {code}"),
+                (None, Some(sig)) => format!("signal {sig}"),
+                _ => "unknown status".into(),
+            };
+            let secs = done.duration.as_secs_f64();
+            let metadata = json!({
+                "profile": profile.name, "passed": passed, "exit_code": done.exit_code,
+                "duration_ms": done.duration.as_millis() as u64, "log_bytes": done.stdout.total_bytes,
+            });
+            if done.cancelled {
+                return Err(CallError::new(
+                    codes::CANCELLED,
+                    format!("the test run was cancelled; log so far:\n{tail}"),
+                ));
+            }
+            if done.timed_out {
+                return Err(CallError::new(
+                    codes::TIMEOUT,
+                    format!(
+                        "the tests ran longer than {} ms and were killed; end of the log:\n{tail}",
+                        profile.timeout.as_millis()
+                    ),
+                ));
+            }
+            if !passed {
+                return Err(CallError::new(
+                    "tests_failed",
+                    format!(
+                        "FAILED ({status}, {secs:.1} s), profile `{}`; end of the log:\n{tail}",
+                        profile.name
+                    ),
+                ));
+            }
+            let content = format!(
+                "PASSED ({status}, {secs:.1} s), profile `{}`; end of the log:\n{tail}",
+                profile.name
+            );
+            Ok(NativeOutput { content, metadata: Some(metadata) })
+        })
+    }
+}
+
+/// The last `max` bytes of `text`, starting at a line boundary when one is near.
+fn tail(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let rest = &text[start..];
+    match rest.find('\n') {
+        Some(i) if i < 200 => &rest[i + 1..],
+        _ => rest,
+    }
+}
