@@ -315,6 +315,10 @@ impl HostBuilder {
                 let mut grants = base(name, GrantSource::Builtin);
                 if *name == builtins::EXEC_PLUGIN {
                     grants.exec = self.builtin_exec.clone().unwrap_or_else(|| policy.builtins.exec.clone());
+                    // Granted nothing to run: its tools are left out rather than refused.
+                    if grants.exec.is_empty() {
+                        continue;
+                    }
                     grants.env.extend(self.builtin_env(&policy));
                 }
                 sources.push((name.to_string(), bytes.to_vec(), grants));

@@ -40,6 +40,7 @@ pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitC
                         "network": p.network().map(|n| n.hosts.iter().map(|h| h.as_str().to_owned()).collect::<Vec<_>>()),
                         "env": grants.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
                         "sockets": grants.sockets,
+                        "exec": p.exec().map(|_| &grants.exec),
                         "memory_bytes": grants.limits.memory_bytes,
                         "timeout_ms": grants.limits.timeout.as_millis() as u64,
                     },

@@ -114,10 +114,22 @@ pub(crate) struct HostArgs {
     /// operation refused (runtimes such as componentize-py import them unused).
     #[arg(long)]
     stub_sockets: bool,
+    /// A program --plugin components may start through exec (a bare name, resolved
+    /// on the host's PATH outside the work dir; repeatable). The policy's
+    /// `plugins.NAME.exec` does the same for its entries.
+    #[arg(long = "allow-program", value_name = "NAME", value_parser = program_name)]
+    allow_programs: Vec<String>,
+    /// Let --plugin components run shell command lines (`bash -c`) through exec.
+    #[arg(long)]
+    allow_shell: bool,
     /// The HTML search endpoint `web_search` queries, with `{query}` where the
     /// query goes (default: DuckDuckGo's HTML endpoint).
     #[arg(long, env = "TOOLHOST_SEARCH_URL", value_name = "URL")]
     search_url: Option<String>,
+}
+
+pub(crate) fn program_name(name: &str) -> Result<String, String> {
+    toolhost::exec::ExecGrant::valid_program_name(name).map(|()| name.to_string())
 }
 
 impl HostArgs {
@@ -153,7 +165,12 @@ impl HostArgs {
             .limits(self.limits())
             .network(network)
             .policy(policy)
-            .stub_sockets(self.stub_sockets);
+            .stub_sockets(self.stub_sockets)
+            .plugin_exec(toolhost::exec::ExecGrant {
+                programs: self.allow_programs.clone(),
+                shell: self.allow_shell,
+                unconfined: false,
+            });
         if let Some(mode) = self.mode {
             builder = builder.mode(mode);
         }

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use serde_json::json;
+use toolhost::exec::ExecGrant;
 use toolhost::grants::GrantSource;
 use toolhost::plugin::Inspection;
 use toolhost::policy::{POLICY_FILE, PluginEntryDraft};
@@ -34,6 +35,12 @@ pub(crate) struct EntryArgs {
     /// An environment variable name (or glob) it may see (repeatable).
     #[arg(long = "env", value_name = "NAME")]
     env: Vec<String>,
+    /// A program it may start through exec (a bare name; repeatable).
+    #[arg(long = "allow-program", value_name = "NAME", value_parser = super::program_name)]
+    programs: Vec<String>,
+    /// Let it run shell command lines (`bash -c`) through exec.
+    #[arg(long)]
+    allow_shell: bool,
 }
 
 fn parse_fs(s: &str) -> Result<FsAccess, String> {
@@ -78,6 +85,7 @@ impl EntryArgs {
             network: self.hosts.iter().map(|h| h.as_str().to_owned()).collect(),
             env: self.env.clone(),
             sockets: if report.requested.sockets { Sockets::Stub } else { Sockets::Refuse },
+            exec: ExecGrant { programs: self.programs.clone(), shell: self.allow_shell, unconfined: false },
         })
     }
 }
@@ -91,6 +99,7 @@ async fn examine(file: &Path, args: &EntryArgs) -> anyhow::Result<(Inspection, P
     grants.fs = draft.filesystem;
     grants.net.hosts = args.hosts.clone();
     grants.sockets = draft.sockets;
+    grants.exec = draft.exec.clone();
     let report = Host::inspect(&engine, file, Some(&grants)).await?;
     Ok((report, draft))
 }
@@ -108,6 +117,13 @@ fn entry_toml(draft: &PluginEntryDraft) -> String {
     );
     if draft.sockets == Sockets::Stub {
         text.push_str("sockets = \"stub\"\n");
+    }
+    if !draft.exec.is_empty() {
+        text.push_str(&format!(
+            "exec = {{ programs = [{}], shell = {} }}\n",
+            list(&draft.exec.programs),
+            draft.exec.shell
+        ));
     }
     text
 }
@@ -135,6 +151,7 @@ fn print_report(
         "  sockets:    {}",
         yes(asks.sockets, "imported (only ever stubbed: every operation refused)")
     )?;
+    writeln!(out, "  exec:       {}", yes(asks.exec, "yes (starts programs: needs a grant)"))?;
     writeln!(out, "  env:        {}", yes(asks.env, "can read the variables it is granted"))?;
     for unknown in &asks.unknown {
         writeln!(out, "  never provided: {unknown}")?;
@@ -184,6 +201,12 @@ pub(crate) async fn add(file: &Path, args: &EntryArgs) -> anyhow::Result<ExitCod
     if report.requested.fetch && args.hosts.is_empty() {
         bail!(
             "not added: it imports toolhost:plugin/fetch; say which hosts it may reach with --allow-host PATTERN"
+        );
+    }
+    if report.requested.exec && draft.exec.is_empty() {
+        bail!(
+            "not added: it imports toolhost:plugin/exec; say which programs it may start with --allow-program NAME \
+             (or --allow-shell)"
         );
     }
     if let Some(err) = &report.refused {

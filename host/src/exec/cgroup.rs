@@ -3,7 +3,7 @@
 //! of them, including those that left the process group with `setsid`, so that all
 //! can be killed.
 //!
-//! The host makes `toolhost-<pid>` under its own pids cgroup (v1's `pids`
+//! The host makes `toolhost-<pid>-<n>` under its own pids cgroup (v1's `pids`
 //! hierarchy, or v2 when the controller is delegated) and one `call-<n>` inside it
 //! per child. When neither works the host has no cgroup; see
 //! [`super::ExecRuntime`] for what that means.
@@ -28,13 +28,19 @@ pub struct ChildCgroup {
 }
 
 impl CgroupRoot {
-    /// Find a pids cgroup this process may create children in, and make the host's
-    /// directory there. `None` when there is none.
-    pub fn create() -> Option<Self> {
-        let own = fs::read_to_string("/proc/self/cgroup").ok()?;
-        for candidate in candidates(&own) {
-            let dir = candidate.join(format!("toolhost-{}", std::process::id()));
-            if fs::create_dir(&dir).is_err() && !dir.is_dir() {
+    /// Find a pids cgroup this process may create children in (`parent`, or its own
+    /// pids cgroup), and make the host's directory there. `None` when there is none.
+    pub fn create(parent: Option<&Path>) -> Option<Self> {
+        let found = match parent {
+            Some(dir) => vec![dir.to_path_buf()],
+            None => candidates(&fs::read_to_string("/proc/self/cgroup").ok()?),
+        };
+        // One directory per host: several hosts may live in one process.
+        static HOSTS: AtomicU64 = AtomicU64::new(0);
+        let host = HOSTS.fetch_add(1, Ordering::Relaxed);
+        for candidate in found {
+            let dir = candidate.join(format!("toolhost-{}-{host}", std::process::id()));
+            if fs::create_dir(&dir).is_err() {
                 continue;
             }
             // v2: children get pids.max only when the controller is enabled below.
@@ -164,14 +170,14 @@ fn candidates(own: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Remove empty `toolhost-<pid>` directories left by hosts that are gone.
+/// Remove empty `toolhost-<pid>-<n>` directories left by hosts that are gone.
 fn cleanup_stale(parent: &Path) {
     let Ok(entries) = fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) =
-            name.to_str().and_then(|n| n.strip_prefix("toolhost-")).and_then(|p| p.parse::<u32>().ok())
-        else {
+        let pid =
+            name.to_str().and_then(|n| n.strip_prefix("toolhost-")).and_then(|rest| rest.split('-').next());
+        let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok()) else {
             continue;
         };
         if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {

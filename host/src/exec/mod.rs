@@ -89,11 +89,20 @@ pub struct ExecSettings {
     pub read_dirs: Vec<PathBuf>,
     /// Limits of every child.
     pub limits: ChildLimits,
+    /// The pids cgroup directory the host makes its own in (default: its own pids
+    /// cgroup, found in `/proc/self/cgroup`).
+    pub cgroup_parent: Option<PathBuf>,
 }
 
 impl Default for ExecSettings {
     fn default() -> Self {
-        Self { max_children: 4, path: Vec::new(), read_dirs: Vec::new(), limits: ChildLimits::default() }
+        Self {
+            max_children: 4,
+            path: Vec::new(),
+            read_dirs: Vec::new(),
+            limits: ChildLimits::default(),
+            cgroup_parent: None,
+        }
     }
 }
 

@@ -80,7 +80,7 @@ impl ExecRuntime {
     fn build_sandbox(&self) -> Result<Sandbox, String> {
         let confiner =
             Confiner::new(self.work_dir.as_deref(), &self.settings.path, &self.settings.read_dirs)?;
-        let cgroup = CgroupRoot::create();
+        let cgroup = CgroupRoot::create(self.settings.cgroup_parent.as_deref());
         if cgroup.is_none() && is_root() {
             return Err(
                 "the host runs as root, which RLIMIT_NPROC does not bound, and no pids cgroup can be \

@@ -27,6 +27,8 @@ pub struct PluginEntryDraft {
     pub env: Vec<String>,
     /// Socket imports.
     pub sockets: Sockets,
+    /// Programs it may start (written only when it grants something).
+    pub exec: crate::exec::ExecGrant,
 }
 
 /// Add (or replace) the entry `draft` in the policy file at `path` (created if missing).
@@ -48,6 +50,12 @@ pub fn write_plugin_entry(path: &Path, draft: &PluginEntryDraft) -> Result<(), P
     entry.insert("env", value(draft.env.iter().collect::<Array>()));
     if draft.sockets == Sockets::Stub {
         entry.insert("sockets", value("stub"));
+    }
+    if !draft.exec.is_empty() {
+        let mut exec = toml_edit::InlineTable::new();
+        exec.insert("programs", draft.exec.programs.iter().collect::<Array>().into());
+        exec.insert("shell", draft.exec.shell.into());
+        entry.insert("exec", value(exec));
     }
     plugins.insert(&draft.name, Item::Table(entry));
     write_doc(path, &doc)
@@ -126,6 +134,7 @@ mod tests {
             network: vec![],
             env: vec!["LANG".into()],
             sockets: Sockets::Stub,
+            exec: crate::exec::ExecGrant { programs: vec!["git".into()], shell: false, unconfined: false },
         };
         write_plugin_entry(&path, &draft).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
@@ -136,6 +145,7 @@ mod tests {
         assert_eq!(policy.allow.len(), 1);
         assert_eq!(policy.plugins[0].name, "wc");
         assert_eq!(policy.plugins[0].sockets, Sockets::Stub);
+        assert_eq!(policy.plugins[0].exec.programs, vec!["git".to_string()]);
     }
 
     #[test]

@@ -168,6 +168,7 @@ impl RawExec {
             max_children: self.max_children.unwrap_or(ExecSettings::default().max_children),
             path: self.path.iter().map(|p| base.join(p)).collect(),
             read_dirs: self.read_dirs.iter().map(|p| base.join(p)).collect(),
+            cgroup_parent: None,
             limits: ChildLimits {
                 cpu_seconds: l.cpu_seconds.unwrap_or(defaults.cpu_seconds),
                 memory_bytes: l.memory_mib.map_or(defaults.memory_bytes, |m| m << 20),
