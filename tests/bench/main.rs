@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|examples ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|examples|exec ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost::{EngineSettings, Host, HostPattern, Limits, NetworkSettings, ToolCall};
-use toolhost_tests::{HOSTILE_WASM, NET_WASM, workspace_root};
+use toolhost_tests::{EXEC_WASM, HOSTILE_WASM, NET_WASM, workspace_root};
 
 fn main() {
     // `cargo bench` passes `--bench`; the rest names what to run (all if none).
@@ -53,6 +53,9 @@ fn main() {
         }
         if wants("examples") {
             examples().await;
+        }
+        if wants("exec") {
+            exec().await;
         }
     });
     if wants("list") {
@@ -420,4 +423,46 @@ async fn examples() {
         println!("{name:<44} load: compile {cold:>9.1?}  cached {warm:>9.1?}");
         report(&format!("{tool} through the executor"), timed_calls(&host, tool, args, 300).await);
     }
+}
+
+/// A child process through the sandbox (Landlock, namespaces, rlimits, pids cgroup,
+/// process group, capture, reaping) against spawning it directly from Rust.
+async fn exec() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host = Host::builder()
+        .work_dir(dir.path())
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+        .mode(toolhost::Mode::Yolo)
+        .plugin_file(EXEC_WASM)
+        .plugin_exec(toolhost::exec::ExecGrant {
+            programs: vec!["true".into()],
+            shell: false,
+            unconfined: false,
+        })
+        .build()
+        .await
+        .expect("host builds");
+    let n = 500;
+    report(
+        "terminal `true` (bash -c, sandboxed)",
+        timed_calls(&host, "terminal", json!({"command": "true"}), n).await,
+    );
+    report(
+        "exec `true` from a plugin (no shell, sandboxed)",
+        timed_calls(&host, "spawn", json!({"program": "true"}), n).await,
+    );
+    let direct = |program: &str, args: &[&str]| {
+        let mut samples = Vec::with_capacity(n);
+        for i in 0..n + 50 {
+            let started = Instant::now();
+            let status = Command::new(program).args(args).status().expect("spawn");
+            assert!(status.success());
+            if i >= 50 {
+                samples.push(started.elapsed());
+            }
+        }
+        samples
+    };
+    report("std::process::Command `true`", direct("/usr/bin/true", &[]));
+    report("std::process::Command `bash -c true`", direct("/bin/bash", &["-c", "true"]));
 }

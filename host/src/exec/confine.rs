@@ -6,7 +6,8 @@
 //! Order, in the child: join the call's pids cgroup → die with the host
 //! (`PR_SET_PDEATHSIG`) → `setsid` (own session and process group) → rlimits → new
 //! user and network namespaces (before Landlock: the kernel refuses some namespace
-//! set-up under it) → `no_new_privs` → Landlock.
+//! set-up under it) → `no_new_privs` → Landlock → seccomp (what Landlock does not
+//! cover: set-uid bits, and mode/owner/time changes in read-only calls).
 //!
 //! This is the only module with `unsafe` code: `pre_exec` and the libc calls. Each
 //! block says why it is sound.
@@ -30,8 +31,43 @@ const LANDLOCK_ABI: ABI = ABI::V6;
 
 /// System directories a child may read and execute from.
 const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
-/// Directories a child may only read.
-const READ_ONLY_DIRS: &[&str] = &["/etc"];
+/// What a child may read of `/etc`: what programs need to start, resolve names and
+/// users, and verify TLS — never all of it (`/etc/shadow`, `/etc/ssl/private` and
+/// host keys are readable by root, and a child of a root host still has uid 0).
+const READ_ONLY_DIRS: &[&str] = &[
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/hosts",
+    "/etc/hostname",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/protocols",
+    "/etc/services",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
+    "/etc/ca-certificates",
+    "/etc/alternatives",
+    "/etc/bash.bashrc",
+    "/etc/inputrc",
+    "/etc/profile",
+    "/etc/terminfo",
+    "/etc/gitconfig",
+    "/etc/mime.types",
+    "/etc/magic",
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/environment",
+    "/etc/python3",
+    "/etc/python3.11",
+    "/etc/perl",
+];
 /// Devices a child may read and write.
 const RW_DEVICES: &[&str] = &["/dev/null", "/dev/tty"];
 /// Devices a child may only read.
@@ -44,6 +80,8 @@ const READ_DEVICES: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random", "/de
 pub struct Confiner {
     read_write: OwnedFd,
     read_only: OwnedFd,
+    seccomp_read_write: seccompiler::BpfProgram,
+    seccomp_read_only: seccompiler::BpfProgram,
 }
 
 impl Confiner {
@@ -60,7 +98,12 @@ impl Confiner {
                 .map_err(|e| format!("Landlock (ABI 6, Linux 6.12+) is not available: {e}"))?
                 .ok_or_else(|| "Landlock is not supported by this kernel".to_string())
         };
-        Ok(Self { read_write: build(true)?, read_only: build(false)? })
+        Ok(Self {
+            read_write: build(true)?,
+            read_only: build(false)?,
+            seccomp_read_write: seccomp_program(true)?,
+            seccomp_read_only: seccomp_program(false)?,
+        })
     }
 
     fn build(
@@ -106,6 +149,58 @@ impl Confiner {
     pub fn ruleset(&self, writable: bool) -> RawFd {
         if writable { self.read_write.as_raw_fd() } else { self.read_only.as_raw_fd() }
     }
+
+    /// The seccomp program for such a call, as (address, length) for the child.
+    pub fn seccomp(&self, writable: bool) -> (usize, u16) {
+        let program = if writable { &self.seccomp_read_write } else { &self.seccomp_read_only };
+        (program.as_ptr() as usize, program.len() as u16)
+    }
+}
+
+/// The seccomp filter: what Landlock does not cover. Every child is refused setting
+/// the set-uid and set-gid bits (a child of a root host would leave a set-uid-root
+/// file behind); a read-only child is also refused changing modes, owners and times.
+fn seccomp_program(writable: bool) -> Result<seccompiler::BpfProgram, String> {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond, SeccompFilter,
+        SeccompRule,
+    };
+    use std::collections::BTreeMap;
+    const FCHMODAT2: i64 = 452;
+    let fail = |e: seccompiler::BackendError| format!("seccomp filter: {e}");
+    // (syscall, index of its mode argument)
+    let mut chmods: Vec<(i64, u8)> = vec![(libc::SYS_fchmod, 1), (libc::SYS_fchmodat, 2), (FCHMODAT2, 2)];
+    #[cfg(target_arch = "x86_64")]
+    chmods.push((libc::SYS_chmod, 1));
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    if writable {
+        for (nr, arg) in chmods {
+            let bit = |mask: u64| -> Result<SeccompRule, String> {
+                SeccompRule::new(vec![Cond::new(arg, Len::Dword, Op::MaskedEq(mask), mask).map_err(fail)?])
+                    .map_err(fail)
+            };
+            rules.insert(nr, vec![bit(libc::S_ISUID.into())?, bit(libc::S_ISGID.into())?]);
+        }
+    } else {
+        let mut all: Vec<i64> = chmods.into_iter().map(|(nr, _)| nr).collect();
+        all.extend([libc::SYS_fchown, libc::SYS_fchownat, libc::SYS_utimensat]);
+        #[cfg(target_arch = "x86_64")]
+        all.extend([
+            libc::SYS_chown,
+            libc::SYS_lchown,
+            libc::SYS_utime,
+            libc::SYS_utimes,
+            libc::SYS_futimesat,
+        ]);
+        for nr in all {
+            rules.insert(nr, vec![]);
+        }
+    }
+    let arch = std::env::consts::ARCH.try_into().map_err(|e| format!("seccomp: {e:?}"))?;
+    let filter =
+        SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
+            .map_err(fail)?;
+    seccompiler::BpfProgram::try_from(filter).map_err(fail)
 }
 
 /// Allow `access` beneath `path`, skipping paths that do not exist on this system.
@@ -138,6 +233,8 @@ pub struct ChildSetup {
     pub file_size_bytes: u64,
     /// `RLIMIT_NPROC`, when it is the process cap (no cgroup).
     pub nproc: Option<u64>,
+    /// The seccomp program (address and length of a program the parent keeps alive).
+    pub seccomp: Option<(usize, u16)>,
 }
 
 impl ChildSetup {
@@ -151,6 +248,7 @@ impl ChildSetup {
             memory_bytes: limits.memory_bytes,
             file_size_bytes: limits.file_size_bytes,
             nproc: None,
+            seccomp: None,
         }
     }
 
@@ -196,6 +294,13 @@ impl ChildSetup {
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0).into())?;
             if let Some(fd) = self.ruleset {
                 check(libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32))?;
+            }
+            if let Some((addr, len)) = self.seccomp {
+                let prog = libc::sock_fprog { len, filter: addr as *mut libc::sock_filter };
+                check(
+                    libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER as libc::c_ulong, &prog)
+                        .into(),
+                )?;
             }
         }
         Ok(())

@@ -111,6 +111,7 @@ impl ExecRuntime {
         } else {
             let sandbox = self.sandbox().map_err(|e| SpawnError::Unavailable(e.to_string()))?;
             setup.ruleset = Some(sandbox.confiner.ruleset(req.writable));
+            setup.seccomp = Some(sandbox.confiner.seccomp(req.writable));
             setup.namespaces = true;
             cgroup = sandbox.cgroup.as_ref().and_then(|root| root.child(limits.processes));
             match &cgroup {
@@ -140,6 +141,7 @@ fn probe(sandbox: &Sandbox, settings: &ExecSettings) -> Result<(), String> {
         .ok_or("no `true` to probe with")?;
     let mut setup = ChildSetup::new(&settings.limits);
     setup.ruleset = Some(sandbox.confiner.ruleset(false));
+    setup.seccomp = Some(sandbox.confiner.seccomp(false));
     setup.namespaces = true;
     let cgroup = sandbox.cgroup.as_ref().and_then(|root| root.child(settings.limits.processes));
     setup.cgroup_procs = cgroup.as_ref().map(|c| c.procs_fd());

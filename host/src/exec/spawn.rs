@@ -138,8 +138,13 @@ impl Drop for TreeGuard<'_> {
         if !self.recorded {
             self.table.ended(self.entry, ProcessState::Cancelled);
         }
+        // Removing the cgroup waits for the killed processes to leave it: off the
+        // call's path when there is a runtime to do it on.
         if let Some(cgroup) = self.cgroup.take() {
-            cgroup.remove();
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => drop(handle.spawn_blocking(move || cgroup.remove())),
+                Err(_) => cgroup.remove(),
+            }
         }
     }
 }
