@@ -381,3 +381,28 @@ async fn replacing_a_file_keeps_its_permission_bits() {
     assert_eq!(mode(), 0o751);
     assert_eq!(std::fs::read_to_string(&script).unwrap(), "x");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disk_usage_sums_directories_sorted_and_stays_inside() {
+    let (host, dir) = builtin_host().await;
+    let root = dir.path();
+    write(root, "big/a.bin", &"x".repeat(30_000));
+    write(root, "big/deeper/b.bin", &"y".repeat(20_000));
+    write(root, "small.txt", &"z".repeat(100));
+    write(root, "mid/c.txt", &"w".repeat(5_000));
+    std::os::unix::fs::symlink("/etc", root.join("link")).unwrap();
+    let r = ok(&host, "disk_usage", json!({})).await;
+    let lines: Vec<&str> = r.output.lines().collect();
+    let pos = |name: &str| {
+        lines.iter().position(|l| l.contains(name)).unwrap_or_else(|| panic!("{name}: {}", r.output))
+    };
+    assert!(pos("big/") < pos("mid/") && pos("mid/") < pos("small.txt"), "{}", r.output);
+    assert!(lines[pos("big/")].contains("50000"), "{}", r.output);
+    assert!(r.output.contains("TOTAL"), "{}", r.output);
+    assert_eq!(r.metadata.as_ref().unwrap()["total_bytes"], 55_100);
+    // A symlink is not followed, and nothing outside the work dir is measured.
+    let out = call(&host, "disk_usage", json!({"path": "../"})).await;
+    assert_eq!(code(&out), "path_escape", "{}", message(&out));
+    let limited = ok(&host, "disk_usage", json!({"max_entries": 1})).await;
+    assert!(limited.output.contains("more"), "{}", limited.output);
+}
