@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{NativeCall, NativeOutput, NativeTool};
-use crate::error::{CallError, codes};
+use crate::error::CallError;
 use crate::host::Host;
 use crate::policy::env::looks_secret;
 use crate::spec::ToolSpec;
@@ -68,8 +68,7 @@ impl NativeTool for EnvGet {
         _call: NativeCall<'a>,
     ) -> BoxFuture<'a, Result<NativeOutput, CallError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(args)
-                .map_err(|e| CallError::new(codes::INVALID_ARGS, e.to_string()))?;
+            let args: Args = super::parse_args(args)?;
             let mut out = String::new();
             let mut found = serde_json::Map::new();
             let mut missing = Vec::new();

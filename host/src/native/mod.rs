@@ -20,7 +20,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::CallError;
+use crate::error::{CallError, codes};
 use crate::host::Host;
 use crate::spec::ToolSpec;
 
@@ -51,4 +51,10 @@ pub(crate) trait NativeTool: Send + Sync {
         args: Value,
         call: NativeCall<'a>,
     ) -> BoxFuture<'a, Result<NativeOutput, CallError>>;
+}
+
+/// The arguments of a native tool, already validated against its schema, as its
+/// `Args` type (`invalid_args` if they still do not fit).
+pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(args: Value) -> Result<T, CallError> {
+    serde_json::from_value(args).map_err(|e| CallError::new(codes::INVALID_ARGS, e.to_string()))
 }

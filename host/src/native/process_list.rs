@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{NativeCall, NativeOutput, NativeTool};
-use crate::error::{CallError, codes};
+use crate::error::CallError;
 use crate::exec::{ExecRuntime, ProcessState};
 use crate::host::Host;
 use crate::spec::ToolSpec;
@@ -57,8 +57,7 @@ impl NativeTool for ProcessList {
         _call: NativeCall<'a>,
     ) -> BoxFuture<'a, Result<NativeOutput, CallError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(args)
-                .map_err(|e| CallError::new(codes::INVALID_ARGS, e.to_string()))?;
+            let args: Args = super::parse_args(args)?;
             let procs: Vec<_> = self
                 .runtime
                 .processes()

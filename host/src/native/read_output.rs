@@ -77,8 +77,7 @@ impl NativeTool for ReadOutput {
 
 fn read(host: &Host, args: Value) -> Result<NativeOutput, CallError> {
     {
-        let args: Args =
-            serde_json::from_value(args).map_err(|e| CallError::new(codes::INVALID_ARGS, e.to_string()))?;
+        let args: Args = super::parse_args(args)?;
         let Some(full) = host.outputs().get(&args.call_id) else {
             return Err(CallError::new(
                 codes::OUTPUT_NOT_FOUND,

@@ -111,8 +111,7 @@ impl NativeTool for RunTests {
         call: NativeCall<'a>,
     ) -> BoxFuture<'a, Result<NativeOutput, CallError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(args)
-                .map_err(|e| CallError::new(codes::INVALID_ARGS, e.to_string()))?;
+            let args: Args = super::parse_args(args)?;
             let (profile, program) = self.profile(args.profile.as_deref())?;
             let mut argv = profile.args.clone();
             if let Some(filter) = args.filter {

@@ -88,6 +88,14 @@ pub(crate) fn truncate_at_char(line: &str, max: usize) -> (&str, bool) {
     (&line[..end], true)
 }
 
+/// A fresh work dir and a context for a call in it (the modules' unit tests).
+#[cfg(test)]
+pub(crate) fn test_work_dir() -> (tempfile::TempDir, toolhost_guest::Context) {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = toolhost_guest::Context::new("t", Some(dir.path().to_path_buf()));
+    (dir, ctx)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -116,9 +116,7 @@ mod tests {
     use toolhost_guest::codes as sdk;
 
     fn setup() -> (tempfile::TempDir, Context) {
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = Context::new("t", Some(dir.path().to_path_buf()));
-        (dir, ctx)
+        crate::test_work_dir()
     }
 
     fn list(ctx: &Context, path: &str, depth: usize) -> Result<Output, ToolError> {
