@@ -249,3 +249,40 @@ async fn the_builtins_run_only_what_their_grant_lists() {
     assert_eq!(call(&host, "terminal", json!({"command": "true"})).await.code(), Some("unknown_tool"));
     assert!(call(&host, "read_file", json!({"path": "toolhost.toml"})).await.ok);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_child_cgroup_is_left_behind_even_when_a_spawn_fails() {
+    if !toolhost::exec::confine::is_root() {
+        eprintln!("skipped: pids cgroups are made by a host running as root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let entry = format!(
+        "[plugins.runner]\nsource = {EXEC_WASM:?}\nsha256 = \"{}\"\nfilesystem = \"read-write\"\nexec = {{ programs = [\"echo\"] }}\n",
+        sha256_of(EXEC_WASM)
+    );
+    let host = build(dir.path(), &entry, &[]).await.unwrap();
+    assert!(call(&host, "spawn", json!({"program": "echo", "args": ["ok"]})).await.ok);
+    let failed = call(&host, "spawn", json!({"program": "echo", "args": ["nul\u{0}inside"]})).await;
+    assert_eq!(failed.code(), Some("spawn_failed"), "{:?}", failed.error);
+    let timed_out = call(&host, "spawn", json!({"program": "echo", "args": ["x"], "timeout_ms": 0})).await;
+    assert!(timed_out.ok, "{:?}", timed_out.error);
+    let cgroup = host.exec_runtime().cgroup_dir().expect("the host made its cgroup").to_path_buf();
+    // Removal runs off the call's path: give it a moment.
+    let mut left = Vec::new();
+    for _ in 0..100 {
+        left = std::fs::read_dir(&cgroup)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("call-"))
+            .map(|e| e.file_name())
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(left.is_empty(), "left behind in {}: {left:?}", cgroup.display());
+    drop(host);
+    assert!(!cgroup.exists(), "the host's cgroup outlived it: {}", cgroup.display());
+}

@@ -20,7 +20,7 @@ pub struct CgroupRoot {
     next: AtomicU64,
 }
 
-/// One child's cgroup; removed (after killing what is left in it) by [`Self::remove`].
+/// One child's cgroup; removed (after killing what is left in it) when dropped.
 #[derive(Debug)]
 pub struct ChildCgroup {
     dir: PathBuf,
@@ -128,8 +128,14 @@ impl ChildCgroup {
     }
 
     /// Kill what is left and remove the directory (retrying briefly while the
-    /// killed processes exit).
+    /// killed processes exit). Dropping it does the same.
     pub fn remove(self) {
+        drop(self);
+    }
+}
+
+impl Drop for ChildCgroup {
+    fn drop(&mut self) {
         for pid in self.kill_all() {
             super::confine::reap(pid);
         }

@@ -73,6 +73,11 @@ impl ExecRuntime {
         self.sandbox().map(|_| ()).map_err(str::to_owned)
     }
 
+    /// The host's pids cgroup directory, once a child has been started in one.
+    pub fn cgroup_dir(&self) -> Option<&Path> {
+        self.sandbox.get()?.as_ref().ok()?.cgroup.as_ref().map(CgroupRoot::dir)
+    }
+
     fn sandbox(&self) -> Result<&Sandbox, &str> {
         self.sandbox.get_or_init(|| self.build_sandbox()).as_ref().map_err(String::as_str)
     }
