@@ -1019,3 +1019,42 @@ async fn git_inspects_read_only_and_takes_no_free_form_arguments() {
     let r = call(&host, "git", json!({"command": "status"})).await;
     assert!(r.ok, "{:?}", r.error);
 }
+
+/// Set in the copy of this binary the next test runs as an unprivileged user.
+const NON_ROOT_RUN: &str = "TOOLHOST_TEST_NON_ROOT";
+
+/// A host that is not root has no pids cgroup: it caps processes with
+/// `RLIMIT_NPROC` inside the child's own user namespace, and finds what a
+/// process-group kill misses by that namespace. This runs the containment tests
+/// again, as uid 65534, in a copy of this test binary.
+#[test]
+fn the_non_root_fallback_contains_and_cleans_up_too() {
+    if std::env::var_os(NON_ROOT_RUN).is_some() || !toolhost::exec::confine::is_root() {
+        return;
+    }
+    let Some(setpriv) = ["/usr/bin/setpriv", "/bin/setpriv"].into_iter().find(|p| Path::new(p).exists())
+    else {
+        eprintln!("skipped: no setpriv to drop to an unprivileged user");
+        return;
+    };
+    let exe = std::env::current_exe().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&exe)
+        .args([
+            "nothing_survives",
+            "a_fork_bomb_is_contained",
+            "children_have_no_network",
+            "--test-threads=2",
+        ])
+        .env(NON_ROOT_RUN, "1")
+        .env("HOME", home.path())
+        .env("TMPDIR", home.path())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "as uid 65534:\n{text}");
+    assert!(text.contains("4 passed"), "the four tests ran as uid 65534:\n{text}");
+}

@@ -231,7 +231,8 @@ pub struct ChildSetup {
     pub memory_bytes: u64,
     /// `RLIMIT_FSIZE`.
     pub file_size_bytes: u64,
-    /// `RLIMIT_NPROC`, when it is the process cap (no cgroup).
+    /// `RLIMIT_NPROC`, when it is the process cap (no cgroup, not root, in its own
+    /// user namespace).
     pub nproc: Option<u64>,
     /// The seccomp program (address and length of a program the parent keeps alive).
     pub seccomp: Option<(usize, u16)>,
@@ -285,11 +286,13 @@ impl ChildSetup {
             limit(libc::RLIMIT_AS, self.memory_bytes, self.memory_bytes)?;
             limit(libc::RLIMIT_FSIZE, self.file_size_bytes, self.file_size_bytes)?;
             limit(libc::RLIMIT_CORE, 0, 0)?;
-            if let Some(n) = self.nproc {
-                limit(libc::RLIMIT_NPROC, n, n)?;
-            }
             if self.namespaces {
                 check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET).into())?;
+            }
+            // After the new user namespace: there the limit counts only the child's
+            // own tree, not every process of the same user on the machine.
+            if let Some(n) = self.nproc {
+                limit(libc::RLIMIT_NPROC, n, n)?;
             }
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0).into())?;
             if let Some(fd) = self.ruleset {
@@ -341,5 +344,35 @@ pub fn reap(pid: u32) {
     // SAFETY: waitpid on a specific pid with WNOHANG; ECHILD when it is not ours.
     unsafe {
         libc::waitpid(pid, &mut status, libc::WNOHANG);
+    }
+}
+
+/// The user namespace of `pid`, as the kernel names it (`user:[INODE]`).
+pub fn user_namespace(pid: u32) -> Option<std::ffi::OsString> {
+    std::fs::read_link(format!("/proc/{pid}/ns/user")).ok().map(PathBuf::into_os_string)
+}
+
+/// SIGKILL every process in the user namespace `ns` until none is left. A confined
+/// child has its own, and everything it starts stays in it (`setsid` or not), so this
+/// finds what a process-group kill misses when the host has no cgroup. Never the
+/// host's own namespace.
+pub fn kill_namespace(ns: &std::ffi::OsStr) {
+    if user_namespace(std::process::id()).as_deref() == Some(ns) {
+        return;
+    }
+    for _ in 0..200 {
+        let mut found = false;
+        let Ok(entries) = std::fs::read_dir("/proc") else { return };
+        for entry in entries.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            if user_namespace(pid).as_deref() == Some(ns) {
+                kill_pid(pid, libc::SIGKILL);
+                found = true;
+            }
+        }
+        if !found {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(500));
     }
 }

@@ -13,8 +13,9 @@ pub struct ExecGrant {
     pub programs: Vec<String>,
     /// Whether it may run `bash -c COMMAND` (the shell profile).
     pub shell: bool,
-    /// Run children without Landlock and namespaces. Only ever set explicitly; the
-    /// rlimits, the empty env, the process group and the deadline still apply.
+    /// Run children without Landlock, namespaces, seccomp and the process cap. Only
+    /// ever set explicitly; the CPU, memory and file-size rlimits, the empty env, the
+    /// process group and the deadline still apply.
     pub unconfined: bool,
 }
 

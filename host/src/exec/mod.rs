@@ -12,7 +12,9 @@
 //!   and network namespace leaves it no network; rlimits bound CPU time, file size,
 //!   address space and core dumps; it leads its own session and process group; a
 //!   pids cgroup ([`cgroup`]) caps how many processes it can start and finds every
-//!   one of them to kill.
+//!   one of them to kill. A host that is not root and has no cgroup caps processes
+//!   with `RLIMIT_NPROC` inside the child's user namespace and finds them by that
+//!   namespace instead.
 //! - **What it knows**: an empty environment plus a fixed `PATH`, `HOME` and
 //!   `TMPDIR` (the work dir), `LANG`, and the granted variables.
 //! - **How it ends** ([`spawn`]): at its deadline or on cancellation every process

@@ -111,9 +111,7 @@ impl ExecRuntime {
         let limits = &self.settings.limits;
         let mut setup = ChildSetup::new(limits);
         let mut cgroup = None;
-        if req.unconfined {
-            setup.nproc = (!is_root()).then_some(limits.processes);
-        } else {
+        if !req.unconfined {
             let sandbox = self.sandbox().map_err(|e| SpawnError::Unavailable(e.to_string()))?;
             setup.ruleset = Some(sandbox.confiner.ruleset(req.writable));
             setup.seccomp = Some(sandbox.confiner.seccomp(req.writable));

@@ -111,10 +111,13 @@ pub enum SpawnError {
     Failed(String),
 }
 
-/// Kills the child's whole tree when dropped, unless disarmed: the cgroup (every
-/// process, `setsid` or not) and the process group.
+/// Kills the child's whole tree, and does so again when dropped: the process group,
+/// and every process of the cgroup (or, without one, of the child's user namespace),
+/// `setsid` or not.
 struct TreeGuard<'a> {
     pgid: u32,
+    /// The child's own user namespace, when there is no cgroup to find its tree by.
+    userns: Option<std::ffi::OsString>,
     cgroup: Option<ChildCgroup>,
     table: &'a ProcessTable,
     entry: u64,
@@ -128,6 +131,9 @@ impl TreeGuard<'_> {
         }
         if let Some(cgroup) = &self.cgroup {
             cgroup.kill_all();
+        }
+        if let Some(ns) = &self.userns {
+            confine::kill_namespace(ns);
         }
     }
 }
@@ -193,7 +199,8 @@ pub(crate) async fn run(
     let mut child = spawned.map_err(|e| SpawnError::Failed(format!("{}: {e}", req.program.display())))?;
     let pid = child.id().unwrap_or(0);
     let entry = table.started(pid, &req.display, &req.started_by, &req.call_id);
-    let mut guard = TreeGuard { pgid: pid, cgroup, table, entry, recorded: false };
+    let userns = if setup.namespaces && cgroup.is_none() { confine::user_namespace(pid) } else { None };
+    let mut guard = TreeGuard { pgid: pid, userns, cgroup, table, entry, recorded: false };
 
     if let (Some(bytes), Some(mut stdin)) = (req.stdin, child.stdin.take()) {
         tokio::spawn(async move {
