@@ -451,6 +451,20 @@ async fn exec() {
         "exec `true` from a plugin (no shell, sandboxed)",
         timed_calls(&host, "spawn", json!({"program": "true"}), n).await,
     );
+    // The same through the tool path, without confinement (`unconfined = true`): what
+    // the Landlock, namespace, seccomp and cgroup steps cost.
+    let unconfined = Host::builder()
+        .work_dir(dir.path())
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+        .mode(toolhost::Mode::Yolo)
+        .builtin_exec(toolhost::exec::ExecGrant { programs: vec![], shell: true, unconfined: true })
+        .build()
+        .await
+        .expect("host builds");
+    report(
+        "terminal `true` (bash -c, unconfined)",
+        timed_calls(&unconfined, "terminal", json!({"command": "true"}), n).await,
+    );
     let direct = |program: &str, args: &[&str]| {
         let mut samples = Vec::with_capacity(n);
         for i in 0..n + 50 {
@@ -464,5 +478,20 @@ async fn exec() {
         samples
     };
     report("std::process::Command `true`", direct("/usr/bin/true", &[]));
+    let mut forked = Vec::with_capacity(n);
+    for _ in 0..n {
+        use std::os::unix::process::CommandExt;
+        let started = Instant::now();
+        let mut cmd = Command::new("/usr/bin/true");
+        // SAFETY: an empty pre-exec hook; it only makes std fork+exec instead of
+        // posix_spawn, which is what the sandbox's own hook costs.
+        #[allow(unsafe_code)]
+        unsafe {
+            cmd.pre_exec(|| Ok(()));
+        }
+        assert!(cmd.status().expect("spawn").success());
+        forked.push(started.elapsed());
+    }
+    report("std::process::Command `true`, fork+exec", forked);
     report("std::process::Command `bash -c true`", direct("/bin/bash", &["-c", "true"]));
 }
