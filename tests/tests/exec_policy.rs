@@ -286,3 +286,29 @@ async fn no_child_cgroup_is_left_behind_even_when_a_spawn_fails() {
     drop(host);
     assert!(!cgroup.exists(), "the host's cgroup outlived it: {}", cgroup.display());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_reached_through_a_symlink_keeps_its_listed_name() {
+    // rustup's `cargo` is a symlink to `rustup`, which decides what to be from
+    // argv[0]: the host resolves the link at load but passes the listed name.
+    let work = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let bash = ["/usr/bin/bash", "/bin/bash"].into_iter().find(|p| Path::new(p).exists()).unwrap();
+    std::os::unix::fs::symlink(bash, bin.path().join("mysh")).unwrap();
+    let settings = ExecSettings { path: vec![bin.path().to_path_buf()], ..ExecSettings::default() };
+    let host = Host::builder()
+        .work_dir(work.path())
+        .engine_settings(test_engine_settings())
+        .without_builtins()
+        .mode(Mode::Yolo)
+        .exec(settings)
+        .plugin_file(EXEC_WASM)
+        .plugin_exec(ExecGrant { programs: vec!["mysh".into()], shell: false, unconfined: false })
+        .build()
+        .await
+        .unwrap();
+    let r = call(&host, "spawn", json!({"program": "mysh", "args": ["-c", "echo I am $0"]})).await;
+    assert!(r.ok, "{:?}", r.error);
+    let out: Value = serde_json::from_str(&r.output).unwrap();
+    assert_eq!(out["stdout"], "I am mysh\n", "{out}");
+}

@@ -121,11 +121,14 @@ impl Confiner {
                 .handle_access(all)?
                 .scope(Scope::from_all(LANDLOCK_ABI))?
                 .create()?;
+            // Execute only gates execve (a loader can still map a file it may read),
+            // so the extra read-only dirs may run programs too: a toolchain's proxy
+            // execs the real compiler from its own tree.
             let system = SYSTEM_DIRS.iter().map(PathBuf::from).chain(exec_dirs.iter().cloned());
-            for dir in system {
+            for dir in system.chain(read_dirs.iter().cloned()) {
                 ruleset = add(ruleset, &dir, read_exec)?;
             }
-            for dir in READ_ONLY_DIRS.iter().map(PathBuf::from).chain(read_dirs.iter().cloned()) {
+            for dir in READ_ONLY_DIRS.iter().map(PathBuf::from) {
                 ruleset = add(ruleset, &dir, read)?;
             }
             for dev in RW_DEVICES {

@@ -22,12 +22,13 @@ impl wit::Host for CallState {
             return Err(wit::ExecError::ProgramNotAllowed("this plugin is granted no programs".into()));
         };
         let access = access.clone();
-        let (program, args) = match cmd.invocation {
+        let (program, arg0, args) = match cmd.invocation {
             wit::Invocation::Program(p) => {
-                (access.grant.program(&p.name).map_err(refusal)?.to_path_buf(), p.args)
+                (access.grant.program(&p.name).map_err(refusal)?.to_path_buf(), p.name, p.args)
             }
             wit::Invocation::Shell(line) => {
-                (access.grant.shell().map_err(refusal)?.to_path_buf(), vec!["-c".to_string(), line])
+                let bash = access.grant.shell().map_err(refusal)?.to_path_buf();
+                (bash, "bash".to_string(), vec!["-c".to_string(), line])
             }
         };
         let fs = self.fs();
@@ -54,6 +55,7 @@ impl wit::Host for CallState {
             .join(" ");
         let req = SpawnRequest {
             program,
+            arg0,
             args,
             display,
             cwd,

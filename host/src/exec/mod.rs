@@ -87,7 +87,8 @@ pub struct ExecSettings {
     /// Extra directories searched for program names (after [`SYSTEM_PATH`]); children
     /// may read and execute in them.
     pub path: Vec<PathBuf>,
-    /// Extra directories children may read (a toolchain's files, say).
+    /// Extra directories children may read, and run programs from (a toolchain's
+    /// files, say), never write.
     pub read_dirs: Vec<PathBuf>,
     /// Limits of every child.
     pub limits: ChildLimits,

@@ -30,8 +30,12 @@ const DRAIN: Duration = Duration::from_secs(2);
 /// What to run, fully resolved: the host checked the program, cwd and env already.
 #[derive(Debug, Clone)]
 pub struct SpawnRequest {
-    /// Absolute path of the program.
+    /// Absolute path of the program (symlinks resolved at load).
     pub program: PathBuf,
+    /// What the program sees as its name (`argv[0]`): the name on the allow-list, so
+    /// a multi-call binary reached through a symlink (rustup's `cargo`, busybox)
+    /// still knows what it was asked to be.
+    pub arg0: String,
     /// Its arguments.
     pub args: Vec<String>,
     /// The command as one line, for `process_list`.
@@ -173,7 +177,8 @@ pub(crate) async fn run(
 ) -> Result<Finished, SpawnError> {
     let started = Instant::now();
     let mut cmd = tokio::process::Command::new(&req.program);
-    cmd.args(&req.args)
+    cmd.arg0(&req.arg0)
+        .args(&req.args)
         .current_dir(&req.cwd)
         .env_clear()
         .env("PATH", path_var)

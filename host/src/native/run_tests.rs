@@ -163,6 +163,7 @@ impl NativeTool for RunTests {
                 .join(" ");
             let req = SpawnRequest {
                 program: program.clone(),
+                arg0: profile.command.clone(),
                 args: argv,
                 display,
                 cwd,

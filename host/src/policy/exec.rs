@@ -11,7 +11,7 @@
 //! [exec]
 //! max-children = 4
 //! path = ["/root/.cargo/bin"]           # searched after the system dirs
-//! read-dirs = ["/root/.rustup"]         # children may read these too
+//! read-dirs = ["/root/.rustup"]         # children may read (and run) these too
 //! limits = { cpu-seconds = 600, memory-mib = 4096, file-size-mib = 1024, processes = 256, output-bytes = 1048576 }
 //!
 //! [tests.unit]
