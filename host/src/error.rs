@@ -31,6 +31,20 @@ pub mod codes {
     /// The permissions refused the call (a deny rule, the mode, a protected path,
     /// or nobody approved it); the tool did not run.
     pub const PERMISSION_DENIED: &str = "permission_denied";
+    /// A program is not on the exec grant's allow-list (or not installed).
+    pub const PROGRAM_NOT_ALLOWED: &str = "program_not_allowed";
+    /// A working directory outside the work dir, or none.
+    pub const BAD_CWD: &str = "bad_cwd";
+    /// Too many children are running on this host.
+    pub const EXEC_BUSY: &str = "exec_busy";
+    /// The host cannot confine a child here, and exec fails closed.
+    pub const SANDBOX_UNAVAILABLE: &str = "sandbox_unavailable";
+    /// Starting the program failed.
+    pub const SPAWN_FAILED: &str = "spawn_failed";
+    /// `run_tests` is already running.
+    pub const RUN_TESTS_BUSY: &str = "run_tests_busy";
+    /// `run_tests` ran and the tests failed.
+    pub const TESTS_FAILED: &str = "tests_failed";
 }
 
 /// A failed call: a stable `snake_case` code and a message naming what was

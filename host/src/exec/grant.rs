@@ -39,20 +39,10 @@ impl ExecGrant {
     /// inside `work_dir`. A name that is not found stays unresolved: running it is
     /// refused, naming why.
     pub fn resolve(&self, search: &[PathBuf], work_dir: Option<&Path>) -> ResolvedGrant {
-        let mut programs = BTreeMap::new();
-        let mut names: Vec<&str> = self.programs.iter().map(String::as_str).collect();
-        if self.shell {
-            names.push("bash");
-        }
-        for name in names {
-            let found =
-                if ExecGrant::valid_program_name(name).is_ok() { find(name, search, work_dir) } else { None };
-            programs.insert(name.to_string(), found);
-        }
-        let shell = if self.shell { programs.get("bash").cloned().flatten() } else { None };
-        if !self.programs.iter().any(|p| p == "bash") {
-            programs.remove("bash");
-        }
+        let resolve =
+            |name: &str| ExecGrant::valid_program_name(name).ok().and_then(|()| find(name, search, work_dir));
+        let programs = self.programs.iter().map(|name| (name.clone(), resolve(name))).collect();
+        let shell = if self.shell { resolve("bash") } else { None };
         ResolvedGrant { programs, shell_enabled: self.shell, shell, unconfined: self.unconfined }
     }
 }
@@ -119,16 +109,6 @@ impl ResolvedGrant {
         self.shell
             .as_deref()
             .ok_or_else(|| Refusal::Shell("the shell profile is granted but bash is not installed".into()))
-    }
-
-    /// The allow-listed names, sorted.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.programs.keys().map(String::as_str)
-    }
-
-    /// Whether the shell profile is granted.
-    pub fn shell_enabled(&self) -> bool {
-        self.shell_enabled
     }
 }
 

@@ -8,12 +8,12 @@ use std::sync::{Arc, OnceLock};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::ExecSettings;
-use super::cgroup::CgroupRoot;
+use super::cgroup::{CgroupRoot, ChildCgroup};
 use super::confine::{ChildSetup, Confiner, is_root};
 use super::grant::ResolvedGrant;
 use super::spawn::{self, Finished, SpawnError, SpawnRequest};
 use super::table::{ProcessInfo, ProcessTable};
+use super::{ChildLimits, ExecSettings};
 
 /// What confines children on this host, built on first use.
 struct Sandbox {
@@ -21,9 +21,34 @@ struct Sandbox {
     cgroup: Option<CgroupRoot>,
 }
 
+impl Sandbox {
+    /// The confined set-up of one child (and its cgroup): the ruleset and filter for
+    /// a call that may or may not write, namespaces, and the process cap — the pids
+    /// cgroup, or `RLIMIT_NPROC` when there is none and the host is not root.
+    fn setup(
+        &self,
+        limits: &ChildLimits,
+        writable: bool,
+    ) -> Result<(ChildSetup, Option<ChildCgroup>), String> {
+        let mut setup = ChildSetup::new(limits);
+        setup.ruleset = Some(self.confiner.ruleset(writable));
+        setup.seccomp = Some(self.confiner.seccomp(writable));
+        setup.namespaces = true;
+        let cgroup = self.cgroup.as_ref().and_then(|root| root.child(limits.processes));
+        match &cgroup {
+            Some(c) => setup.cgroup_procs = Some(c.procs_fd()),
+            None if is_root() => return Err("could not create the child's pids cgroup".into()),
+            None => setup.nproc = Some(limits.processes),
+        }
+        Ok((setup, cgroup))
+    }
+}
+
 /// Starts, confines, bounds and tracks every child of one host.
 pub struct ExecRuntime {
     settings: ExecSettings,
+    /// The `PATH` children see (from the settings, once).
+    path_var: String,
     work_dir: Option<PathBuf>,
     sandbox: OnceLock<Result<Sandbox, String>>,
     slots: Semaphore,
@@ -55,7 +80,8 @@ impl ExecRuntime {
     /// child.
     pub fn new(settings: ExecSettings, work_dir: Option<PathBuf>) -> Self {
         let slots = Semaphore::new(settings.max_children.max(1));
-        Self { settings, work_dir, sandbox: OnceLock::new(), slots, table: ProcessTable::default() }
+        let path_var = settings.child_path();
+        Self { settings, path_var, work_dir, sandbox: OnceLock::new(), slots, table: ProcessTable::default() }
     }
 
     /// The settings.
@@ -108,25 +134,13 @@ impl ExecRuntime {
                 self.settings.max_children
             ))
         })?;
-        let limits = &self.settings.limits;
-        let mut setup = ChildSetup::new(limits);
-        let mut cgroup = None;
-        if !req.unconfined {
+        let (setup, cgroup) = if req.unconfined {
+            (ChildSetup::new(&self.settings.limits), None)
+        } else {
             let sandbox = self.sandbox().map_err(|e| SpawnError::Unavailable(e.to_string()))?;
-            setup.ruleset = Some(sandbox.confiner.ruleset(req.writable));
-            setup.seccomp = Some(sandbox.confiner.seccomp(req.writable));
-            setup.namespaces = true;
-            cgroup = sandbox.cgroup.as_ref().and_then(|root| root.child(limits.processes));
-            match &cgroup {
-                Some(c) => setup.cgroup_procs = Some(c.procs_fd()),
-                None if is_root() => {
-                    return Err(SpawnError::Unavailable("could not create the child's pids cgroup".into()));
-                }
-                None => setup.nproc = Some(limits.processes),
-            }
-        }
-        let path = self.settings.child_path();
-        spawn::run(req, setup, cgroup, &path, &self.table, cancel).await
+            sandbox.setup(&self.settings.limits, req.writable).map_err(SpawnError::Unavailable)?
+        };
+        spawn::run(req, setup, cgroup, &self.path_var, &self.table, cancel).await
     }
 
     /// The work dir children run in.
@@ -142,12 +156,7 @@ fn probe(sandbox: &Sandbox, settings: &ExecSettings) -> Result<(), String> {
         .into_iter()
         .find(|p| Path::new(p).exists())
         .ok_or("no `true` to probe with")?;
-    let mut setup = ChildSetup::new(&settings.limits);
-    setup.ruleset = Some(sandbox.confiner.ruleset(false));
-    setup.seccomp = Some(sandbox.confiner.seccomp(false));
-    setup.namespaces = true;
-    let cgroup = sandbox.cgroup.as_ref().and_then(|root| root.child(settings.limits.processes));
-    setup.cgroup_procs = cgroup.as_ref().map(|c| c.procs_fd());
+    let (setup, cgroup) = sandbox.setup(&settings.limits, false)?;
     let mut cmd = std::process::Command::new(program);
     cmd.env_clear().stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
     setup.install(&mut cmd);

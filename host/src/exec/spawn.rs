@@ -115,6 +115,24 @@ pub enum SpawnError {
     Failed(String),
 }
 
+impl SpawnError {
+    /// The error code ([`crate::codes`]).
+    pub fn code(&self) -> &'static str {
+        match self {
+            SpawnError::Busy(_) => crate::codes::EXEC_BUSY,
+            SpawnError::Unavailable(_) => crate::codes::SANDBOX_UNAVAILABLE,
+            SpawnError::Failed(_) => crate::codes::SPAWN_FAILED,
+        }
+    }
+
+    /// What went wrong.
+    pub fn message(&self) -> &str {
+        match self {
+            SpawnError::Busy(m) | SpawnError::Unavailable(m) | SpawnError::Failed(m) => m,
+        }
+    }
+}
+
 /// Kills the child's whole tree, and does so again when dropped: the process group,
 /// and every process of the cgroup (or, without one, of the child's user namespace),
 /// `setsid` or not.

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::{NativeCall, NativeOutput, NativeTool};
 use crate::error::{CallError, codes};
-use crate::exec::{ExecGrant, ExecRuntime, SpawnError, SpawnRequest};
+use crate::exec::{ExecGrant, ExecRuntime, SpawnRequest};
 use crate::host::Host;
 use crate::policy::TestProfile;
 use crate::spec::ToolSpec;
@@ -133,12 +133,12 @@ impl NativeTool for RunTests {
             }
             let Some(program) = program else {
                 return Err(CallError::new(
-                    "program_not_allowed",
+                    codes::PROGRAM_NOT_ALLOWED,
                     format!("the profile's program `{}` is not installed on the host", profile.command),
                 ));
             };
             let Some(work) = self.runtime.work_dir() else {
-                return Err(CallError::new("bad_cwd", "the host has no work dir to run tests in"));
+                return Err(CallError::new(codes::BAD_CWD, "the host has no work dir to run tests in"));
             };
             let cwd = work
                 .join(&profile.cwd)
@@ -147,13 +147,13 @@ impl NativeTool for RunTests {
                 .filter(|c| c.starts_with(work))
                 .ok_or_else(|| {
                     CallError::new(
-                        "bad_cwd",
+                        codes::BAD_CWD,
                         format!("the profile's cwd {} is not a dir in the work dir", profile.cwd.display()),
                     )
                 })?;
             let Ok(_turn) = self.busy.try_lock() else {
                 return Err(CallError::new(
-                    "run_tests_busy",
+                    codes::RUN_TESTS_BUSY,
                     "a test run is already in progress; wait for it to end",
                 ));
             };
@@ -177,11 +177,11 @@ impl NativeTool for RunTests {
                 started_by: "run_tests".into(),
                 call_id: call.call_id.to_string(),
             };
-            let done = self.runtime.run(req, call.cancel).await.map_err(|e| match e {
-                SpawnError::Busy(m) => CallError::new("exec_busy", m),
-                SpawnError::Unavailable(m) => CallError::new("sandbox_unavailable", m),
-                SpawnError::Failed(m) => CallError::new("spawn_failed", m),
-            })?;
+            let done = self
+                .runtime
+                .run(req, call.cancel)
+                .await
+                .map_err(|e| CallError::new(e.code(), e.message()))?;
             let log = done.stdout.text();
             let tail = tail(&log, TAIL_BYTES);
             let passed = done.exit_code == Some(0) && !done.timed_out && !done.cancelled;
@@ -212,7 +212,7 @@ impl NativeTool for RunTests {
             }
             if !passed {
                 return Err(CallError::new(
-                    "tests_failed",
+                    codes::TESTS_FAILED,
                     format!(
                         "FAILED ({status}, {secs:.1} s), profile `{}`; end of the log:\n{tail}",
                         profile.name
