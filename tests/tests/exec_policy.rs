@@ -164,6 +164,19 @@ async fn run_tests_is_absent_without_profiles_and_times_out_with_the_log_tail() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_whose_program_or_cwd_is_missing_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "[tests.gone]\ncommand = \"no-such-test-runner-xyz\"\n\n[tests.nowhere]\ncommand = \"true\"\ncwd = \"missing\"\n";
+    let host = build(dir.path(), policy, &[]).await.unwrap();
+    let gone = call(&host, "run_tests", json!({"profile": "gone"})).await;
+    assert_eq!(gone.code(), Some("program_not_allowed"), "{:?}", gone.error);
+    assert!(error_text(&gone).contains("not installed"), "{}", error_text(&gone));
+    let nowhere = call(&host, "run_tests", json!({"profile": "nowhere"})).await;
+    assert_eq!(nowhere.code(), Some("bad_cwd"), "{:?}", nowhere.error);
+    assert!(error_text(&nowhere).contains("missing"), "{}", error_text(&nowhere));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn env_get_shows_granted_names_and_masks_secrets() {
     let dir = tempfile::tempdir().unwrap();
     let policy =

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use toolhost_tests::{HOSTILE_WASM, NET_WASM, toolhost_bin};
+use toolhost_tests::{EXEC_WASM, HOSTILE_WASM, NET_WASM, toolhost_bin};
 
 fn run(cwd: &Path, args: &[&str]) -> Output {
     Command::new(toolhost_bin())
@@ -89,6 +89,59 @@ fn add_refuses_a_fetching_plugin_without_hosts() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
     assert!(policy.contains("network = [\"docs.rs\"]"), "{policy}");
+}
+
+#[test]
+fn add_and_the_flags_grant_exec_by_program_name() {
+    let dir = tempfile::tempdir().unwrap();
+    // A component that imports exec is not added without programs.
+    let out = run(dir.path(), &["add", EXEC_WASM, "--name", "runner"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stdout).contains("exec:       yes"), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("--allow-program NAME"), "{}", text(&out.stderr));
+    assert!(!dir.path().join("toolhost.toml").exists());
+    // A path is not a program name.
+    let out = run(dir.path(), &["add", EXEC_WASM, "--allow-program", "../bin/sh"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("not a program name"), "{}", text(&out.stderr));
+
+    let out = run(dir.path(), &["add", EXEC_WASM, "--name", "runner", "--allow-program", "echo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    assert!(policy.contains("exec = { programs = [\"echo\"], shell = false }"), "{policy}");
+    // Its children run in the work dir, so it gets one (read-write: `spawn` writes).
+    assert!(policy.contains("filesystem = \"read-write\""), "{policy}");
+    let out = run(dir.path(), &["list", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plugin = doc["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "runner").unwrap();
+    assert_eq!(plugin["grants"]["exec"]["programs"], serde_json::json!(["echo"]), "{plugin}");
+    let out = run(
+        dir.path(),
+        &["call", "--mode", "yolo", "spawn", r#"{"program": "echo", "args": ["from-policy"]}"#],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("from-policy"), "{}", text(&out.stdout));
+
+    // Ad hoc: --allow-program and --allow-shell for --plugin components.
+    let other = tempfile::tempdir().unwrap();
+    let adhoc = |extra: &[&str], args: &str| {
+        let mut argv = vec!["call", "--mode", "yolo", "--plugin", EXEC_WASM];
+        argv.extend_from_slice(extra);
+        argv.extend_from_slice(&["spawn", args]);
+        run(other.path(), &argv)
+    };
+    let out = adhoc(&[], r#"{"program": "echo"}"#);
+    assert_eq!(out.status.code(), Some(2), "no grant: refused at load");
+    assert!(text(&out.stderr).contains("capability_denied"), "{}", text(&out.stderr));
+    let out = adhoc(&["--allow-program", "echo"], r#"{"program": "echo", "args": ["ad-hoc"]}"#);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("ad-hoc"));
+    let out = adhoc(&["--allow-program", "echo"], r#"{"shell": "echo hi"}"#);
+    assert!(text(&out.stderr).contains("shell_not_allowed"), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1));
+    let out = adhoc(&["--allow-shell"], r#"{"shell": "echo via-shell"}"#);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("via-shell"));
 }
 
 #[test]

@@ -64,7 +64,9 @@ impl EntryArgs {
             stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect()
         });
         let writes = report.tools.iter().any(|t| !t.read_only);
-        let filesystem = self.filesystem.unwrap_or(match (report.requested.filesystem, writes) {
+        // The programs a component starts run in the work dir: exec needs it too.
+        let uses_work_dir = report.requested.filesystem || report.requested.exec;
+        let filesystem = self.filesystem.unwrap_or(match (uses_work_dir, writes) {
             (false, _) => FsAccess::None,
             (true, false) => FsAccess::Read,
             (true, true) => FsAccess::ReadWrite,
