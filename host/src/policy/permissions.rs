@@ -17,10 +17,10 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
 use super::rules::{Rule, Subject, normalize};
+use crate::protect::Protected;
 
 /// How much runs without asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -87,8 +87,9 @@ pub struct Permissions {
     pub allow: Vec<Rule>,
     /// Deny rules (they win over everything else).
     pub deny: Vec<Rule>,
-    protected: Option<GlobSet>,
+    protected_globs: Vec<String>,
     protected_files: Vec<PathBuf>,
+    protected: Option<std::sync::Arc<Protected>>,
     work_dir: Option<PathBuf>,
 }
 
@@ -101,29 +102,41 @@ impl Permissions {
     /// Judge paths against `work_dir` (canonical).
     pub fn with_work_dir(mut self, work_dir: Option<PathBuf>) -> Self {
         self.work_dir = work_dir;
+        self.rebuild();
         self
     }
 
-    /// Protect these globs (relative to the work dir), on top of `.git/`.
+    /// Protect these globs (relative to the work dir), on top of `.git`.
     pub fn with_protected(mut self, globs: &[String]) -> Result<Self, String> {
-        let mut set = GlobSetBuilder::new();
-        for pattern in globs {
-            let glob = GlobBuilder::new(pattern.trim_end_matches('/'))
-                .literal_separator(true)
-                .build()
-                .map_err(|e| format!("protected path `{pattern}`: {e}"))?;
-            set.add(glob);
-            // `secrets/` or `secrets` protects what is under it too.
-            let under = format!("{}/**", pattern.trim_end_matches('/'));
-            set.add(GlobBuilder::new(&under).literal_separator(true).build().map_err(|e| e.to_string())?);
-        }
-        self.protected = Some(set.build().map_err(|e| e.to_string())?);
+        // Checked here so that a bad glob is reported even without a work dir.
+        Protected::new("/").with_globs(globs)?;
+        self.protected_globs = globs.to_vec();
+        self.rebuild();
         Ok(self)
     }
 
-    /// Protect one file (the policy file), given by its host path.
+    /// Protect one file or dir (the policy file, the host's own dirs), given by its
+    /// host path.
     pub fn protect_file(&mut self, path: &Path) {
         self.protected_files.push(path.to_path_buf());
+        self.rebuild();
+    }
+
+    /// The protected paths, as every layer that writes enforces them (`None`
+    /// without a work dir).
+    pub fn protected(&self) -> Option<&std::sync::Arc<Protected>> {
+        self.protected.as_ref()
+    }
+
+    fn rebuild(&mut self) {
+        self.protected = self.work_dir.as_ref().map(|dir| {
+            let mut protected =
+                Protected::new(dir).with_globs(&self.protected_globs).unwrap_or_else(|_| Protected::new(dir));
+            for file in &self.protected_files {
+                protected.add(file);
+            }
+            std::sync::Arc::new(protected)
+        });
     }
 
     /// Decide a call to `tool` (`read_only` as it declares) with `args`.
@@ -165,6 +178,7 @@ impl Permissions {
     /// Why a writing call may not touch one of its paths, if it may not.
     fn refuse_path(&self, subject: &Subject) -> Option<String> {
         let work_dir = self.work_dir.as_deref()?;
+        let protected = self.protected.as_deref()?;
         for (_, path) in subject.paths() {
             if path.is_absolute() || path.starts_with("..") {
                 return Some(format!("{} is outside the work dir", path.display()));
@@ -173,10 +187,7 @@ impl Permissions {
                 return Some(format!("{} leads outside the work dir through a symlink", path.display()));
             };
             for candidate in [path, resolved.as_path()] {
-                if candidate.components().any(|c| c.as_os_str() == ".git")
-                    || self.protected.as_ref().is_some_and(|set| set.is_match(candidate))
-                    || self.protected_files.iter().any(|f| work_dir.join(candidate) == *f)
-                {
+                if protected.check_rel(candidate, false).is_some() {
                     return Some(format!("{} is a protected path", path.display()));
                 }
             }
