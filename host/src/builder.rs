@@ -17,7 +17,7 @@ use crate::host::{Host, linker};
 use crate::limits::Limits;
 use crate::output::OutputStore;
 use crate::plugin::Plugin;
-use crate::policy::{Approver, Mode, POLICY_FILE, Policy, PolicyGuard};
+use crate::policy::{Approver, Mode, POLICY_FILE, Policy};
 use crate::registry::Registry;
 
 /// Default byte budget of the output store.
@@ -234,17 +234,15 @@ impl HostBuilder {
             permissions.mode = mode;
         }
         // The work dir's toolhost.toml is protected even when the policy came from
-        // elsewhere (or nowhere): it is where a policy is looked for next time.
-        let conventional = work_dir.as_ref().map(|dir| dir.join(POLICY_FILE));
-        if let Some(path) = &conventional {
-            permissions.protect_file(path);
+        // elsewhere (or nowhere): it is where a policy is looked for next time. So is
+        // the compile cache when it lies inside the work dir: its entries are code the
+        // host loads.
+        if let Some(dir) = &work_dir {
+            permissions.protect_file(&dir.join(POLICY_FILE));
         }
-        // Guard the policy file when a plugin's writable preopen could reach it.
-        let guarded = policy.path.clone().or(conventional);
-        let policy_guard = match (&guarded, &work_dir) {
-            (Some(path), Some(dir)) if path_inside(path, dir) => Some(PolicyGuard::new(path)),
-            _ => None,
-        };
+        if let Some(cache) = &self.engine.cache_dir {
+            permissions.protect_file(cache);
+        }
         Ok(Host {
             engine,
             plugins: loaded,
@@ -258,8 +256,7 @@ impl HostBuilder {
             permissions: RwLock::new(permissions),
             approver: self.approver,
             approval_turn: tokio::sync::Mutex::new(()),
-            policy_path: policy.path,
-            policy_guard,
+            policy_path: policy.private_path,
             exec,
         })
     }
@@ -350,10 +347,4 @@ impl HostBuilder {
         }
         Ok(sources)
     }
-}
-
-/// Whether `path` (which may not exist yet) is inside the canonical dir `dir`.
-fn path_inside(path: &std::path::Path, dir: &std::path::Path) -> bool {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    parent.canonicalize().is_ok_and(|p| p.starts_with(dir))
 }

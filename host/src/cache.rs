@@ -3,12 +3,15 @@
 //!
 //! Compiling takes 30 ms to seconds per component; loading a cached artifact
 //! takes well under a millisecond. Only files this host wrote are loaded: the
-//! cache directory is created with mode 0700 and artifacts are written
-//! atomically (temp file + rename).
+//! cache directory is created with mode 0700, artifacts are written atomically
+//! ([`crate::hostfs::write_atomic`]: random `O_EXCL` temp name, then rename), and a
+//! file is loaded only when it and its directory belong to this user, nobody else
+//! may write them, and it is a regular file (not a planted symlink). When the cache
+//! lies inside the work dir it is also a protected path: no tool can write it.
 
 use std::fs;
-use std::io::Write;
-use std::path::PathBuf;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 use wasmtime::component::Component;
 
@@ -43,6 +46,10 @@ impl CompileCache {
         if !path.is_file() {
             return None;
         }
+        if let Err(why) = owned_by_us(&self.dir).and_then(|()| owned_by_us(&path)) {
+            tracing::warn!(path = %path.display(), "ignoring a cached artifact this host may not have written: {why}");
+            return None;
+        }
         // SAFETY: the file was written by `store` below (for this salt, so for
         // an engine with the same version and settings) into a directory only
         // this user can write; wasmtime still checks its header and version.
@@ -67,26 +74,56 @@ impl CompileCache {
     }
 
     fn try_store(&self, sha256: &str, component: &Component) -> anyhow::Result<()> {
-        create_private_dir(&self.dir)?;
+        crate::hostfs::create_private_dir(&self.dir)?;
+        owned_by_us(&self.dir).map_err(anyhow::Error::msg)?;
         let bytes = component.serialize()?;
-        let mut tmp = tempfile_in(&self.dir)?;
-        tmp.1.write_all(&bytes)?;
-        tmp.1.sync_all()?;
-        fs::rename(&tmp.0, self.path(sha256))?;
+        crate::hostfs::write_atomic(&self.path(sha256), &bytes, Some(0o600))?;
         Ok(())
     }
 }
 
-fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
+/// Whether `path` (not followed if a symlink) belongs to this user and nobody else
+/// may write it.
+fn owned_by_us(path: &Path) -> Result<(), String> {
+    let meta = fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    // SAFETY: geteuid has no preconditions.
+    #[allow(unsafe_code)]
+    let uid = unsafe { libc::geteuid() };
+    if meta.file_type().is_symlink() {
+        return Err("it is a symlink".into());
+    }
+    if meta.uid() != uid {
+        return Err(format!("it belongs to uid {}, not {uid}", meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!("others may write it (mode {:o})", meta.mode() & 0o777));
+    }
+    Ok(())
 }
 
-fn tempfile_in(dir: &std::path::Path) -> std::io::Result<(PathBuf, fs::File)> {
-    let path = dir.join(format!(".tmp-{}-{}", std::process::id(), crate::ids::next_id()));
-    let file = fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
-    Ok((path, file))
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::owned_by_us;
+
+    #[test]
+    fn only_private_files_and_dirs_of_this_user_are_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let set =
+            |p: &std::path::Path, mode| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
+        set(dir.path(), 0o700).unwrap();
+        assert!(owned_by_us(dir.path()).is_ok());
+        let file = dir.path().join("a.cwasm");
+        std::fs::write(&file, b"x").unwrap();
+        set(&file, 0o600).unwrap();
+        assert!(owned_by_us(&file).is_ok());
+        set(&file, 0o666).unwrap();
+        assert!(owned_by_us(&file).unwrap_err().contains("others may write"));
+        let link = dir.path().join("b.cwasm");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(owned_by_us(&link).unwrap_err().contains("symlink"));
+        set(dir.path(), 0o777).unwrap();
+        assert!(owned_by_us(dir.path()).is_err());
+    }
 }

@@ -16,7 +16,7 @@ use crate::grants::{GrantSource, PluginGrants};
 use crate::limits::Limits;
 use crate::output::OutputStore;
 use crate::plugin::Plugin;
-use crate::policy::{Approver, Decision, Permissions, PolicyError, PolicyGuard, Rule};
+use crate::policy::{Approver, Decision, Permissions, PolicyError, Rule};
 use crate::registry::Registry;
 use crate::sandbox::CallState;
 use crate::spec::ToolDefinition;
@@ -37,10 +37,9 @@ pub struct Host {
     pub(crate) permissions: RwLock<Permissions>,
     pub(crate) approver: Option<Arc<dyn Approver>>,
     pub(crate) approval_turn: tokio::sync::Mutex<()>,
-    /// Where "always" answers are saved.
+    /// Where "always" answers are saved: the user's private policy, outside the
+    /// work dir (`None`: they last for the session).
     pub(crate) policy_path: Option<PathBuf>,
-    /// Watches the policy file when a plugin could write it.
-    pub(crate) policy_guard: Option<PolicyGuard>,
     /// Starts, confines and tracks every child process.
     pub(crate) exec: Arc<ExecRuntime>,
 }
@@ -166,11 +165,7 @@ impl Host {
             }
         }
         let Some(path) = &self.policy_path else { return Ok(()) };
-        let save = || crate::policy::add_allow_rule(path, rule);
-        match &self.policy_guard {
-            Some(guard) => guard.host_write(save),
-            None => save(),
-        }
+        crate::policy::add_allow_rule(path, rule)
     }
 
     /// Wait for a free instance slot (bounded by the pooling allocator).

@@ -4,6 +4,7 @@ mod approve;
 mod commands;
 mod new;
 mod plugins;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -66,6 +67,11 @@ enum Command {
         #[command(flatten)]
         entry: plugins::EntryArgs,
     },
+    /// Trust the work dir's policy file as it is now: record its sha256 outside the
+    /// work dir. A toolhost.toml inside the work dir that grants anything takes effect
+    /// only when its exact bytes are trusted (a tool or a cloned repository may have
+    /// written it).
+    Trust(trust::TrustArgs),
     /// Create a tool project in ./NAME: toolhost new --lang rust|python|js NAME.
     New(new::NewArgs),
 }
@@ -219,6 +225,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Inspect { file, json, entry } => plugins::inspect(&file, &entry, json).await,
             Command::Add { file, entry } => plugins::add(&file, &entry).await,
             Command::Serve { host } => commands::serve(&host).await,
+            Command::Trust(args) => trust::run(&args),
             Command::New(args) => new::run(&args),
         }
     });

@@ -215,7 +215,9 @@ pub(crate) async fn add(file: &Path, args: &EntryArgs) -> anyhow::Result<ExitCod
         bail!("not added: {err}");
     }
     let path = args.policy_path();
+    let config = super::trust::before_rewrite(&path, &args.work_dir)?;
     toolhost::policy::write_plugin_entry(&path, &draft)?;
-    writeln!(out, "added plugins.{} to {}", draft.name, path.display())?;
+    super::trust::after_rewrite(&path, config.as_ref())?;
+    writeln!(out, "added plugins.{} to {} (and trusted it as it is now)", draft.name, path.display())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,8 +1,9 @@
 //! Writing the policy file: a plugin entry (`toolhost add`) or an allow rule (an
 //! "always" answer). The file is edited in place — comments and layout kept — and
-//! replaced atomically, so a crash leaves the old file or the new one.
+//! replaced atomically ([`crate::hostfs::write_atomic`]: a planted symlink or temp
+//! name is replaced, never written through), so a crash leaves the old file or the
+//! new one.
 
-use std::io::Write;
 use std::path::Path;
 
 use toml_edit::{Array, DocumentMut, Item, Table, value};
@@ -80,11 +81,9 @@ pub fn add_allow_rule(path: &Path, rule: &str) -> Result<(), PolicyError> {
 }
 
 fn read_doc(path: &Path) -> Result<DocumentMut, PolicyError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => return Err(PolicyError::Read { path: path.display().to_string(), source }),
-    };
+    let text = crate::hostfs::read_text(path, super::MAX_POLICY_BYTES)
+        .map_err(|source| PolicyError::Read { path: path.display().to_string(), source })?
+        .unwrap_or_default();
     // Refuse to rewrite a file the host could not read back.
     super::Policy::parse(&text, path)?;
     text.parse::<DocumentMut>().map_err(|e| write_err(path, &e.to_string()))
@@ -93,22 +92,10 @@ fn read_doc(path: &Path) -> Result<DocumentMut, PolicyError> {
 fn write_doc(path: &Path, doc: &DocumentMut) -> Result<(), PolicyError> {
     let text = doc.to_string();
     super::Policy::parse(&text, path)?;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            file.set_permissions(meta.permissions())?;
-        }
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        write_err(path, &e.to_string())
-    })
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        crate::hostfs::create_private_dir(dir).map_err(|e| write_err(path, &e.to_string()))?;
+    }
+    crate::hostfs::write_atomic(path, text.as_bytes(), None).map_err(|e| write_err(path, &e.to_string()))
 }
 
 fn write_err(path: &Path, message: &str) -> PolicyError {

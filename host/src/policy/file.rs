@@ -11,7 +11,7 @@ use toml::Spanned;
 use super::env::EnvName;
 use super::exec::{RawBuiltins, RawExec, RawExecGrant, RawTest};
 use super::rules::Rule;
-use super::{LimitOverrides, Mode, PluginEntry, Policy, PolicyError};
+use super::{LimitOverrides, Mode, PluginEntry, Policy, PolicyError, Sections};
 use crate::fetch::HostPattern;
 use crate::grants::{FsAccess, Sockets};
 
@@ -22,10 +22,8 @@ struct RawPolicy {
     permissions: RawPermissions,
     #[serde(default)]
     plugins: BTreeMap<Spanned<String>, RawPlugin>,
-    #[serde(default)]
-    builtins: RawBuiltins,
-    #[serde(default)]
-    exec: RawExec,
+    builtins: Option<RawBuiltins>,
+    exec: Option<RawExec>,
     #[serde(default)]
     tests: BTreeMap<Spanned<String>, RawTest>,
 }
@@ -33,8 +31,7 @@ struct RawPolicy {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct RawPermissions {
-    #[serde(default)]
-    mode: Mode,
+    mode: Option<Mode>,
     #[serde(default)]
     allow: Vec<Spanned<String>>,
     #[serde(default)]
@@ -148,20 +145,29 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             },
         });
     }
-    let builtins = raw.builtins.parse().map_err(|(span, e)| at(span, e))?;
+    let sections = Sections {
+        mode: raw.permissions.mode.is_some(),
+        builtins: raw.builtins.is_some(),
+        exec: raw.exec.is_some(),
+    };
+    let builtins = raw.builtins.unwrap_or_default().parse().map_err(|(span, e)| at(span, e))?;
     let mut tests = Vec::new();
     for (name, test) in &raw.tests {
         tests.push(test.parse(name.get_ref()).map_err(|(span, e)| at(span, e))?);
     }
     Ok(Policy {
         path: Some(path.to_path_buf()),
-        mode: raw.permissions.mode,
+        private_path: None,
+        files: vec![path.to_path_buf()],
+        config_dir: None,
+        sections,
+        mode: raw.permissions.mode.unwrap_or_default(),
         allow,
         deny,
         protected,
         plugins,
         builtins,
-        exec: raw.exec.parse(base),
+        exec: raw.exec.unwrap_or_default().parse(base),
         tests,
     })
 }

@@ -1,10 +1,14 @@
 //! The policy: which third-party plugins run, with what, and which calls need asking.
 //!
-//! It lives in `toolhost.toml` in the work dir (or a file given with `--policy`);
-//! without one the defaults apply (builtins only, `default` mode, no rules). Only the
-//! user changes it — by editing it, with `toolhost add`, or by answering "always" to
-//! the [`Approver`]. No tool, plugin or MCP request can: the file is a protected path,
-//! and the host reads it once, at start.
+//! Two files may apply (see [`sources`]): the project's `toolhost.toml` in the work
+//! dir (or a file given with `--policy`), believed only when the user trusted its
+//! bytes or when it only narrows, and the user's private policy outside the work dir
+//! (see [`trust`]), where "always" answers go. Without either the defaults apply
+//! (builtins only, `default` mode, no rules). Only the user changes them — by editing,
+//! with `toolhost add` or `toolhost trust`, or by answering "always" to the
+//! [`Approver`]. No tool, plugin or MCP request can: the files are protected paths
+//! at every layer that writes ([`crate::protect`]), and the host reads them once, at
+//! start.
 //!
 //! ```toml
 //! [permissions]
@@ -28,18 +32,21 @@
 //! The builtins' variables and programs, child limits and test profiles are in
 //! [`exec`] (`[builtins]`, `[exec]`, `[tests.NAME]`).
 //!
-//! Modules: `file` (parsing), [`rules`], [`permissions`], [`approver`], [`env`],
-//! [`redact`], `edit` (writing entries and rules back, comments kept).
+//! Modules: `file` (parsing), [`sources`] (which files, trust, merging), [`trust`]
+//! (the config dir: private policies and trust records), [`rules`],
+//! [`permissions`], [`approver`], [`env`], [`redact`], `edit` (writing entries and
+//! rules back, comments kept).
 
 mod approver;
 mod edit;
 pub mod env;
 pub mod exec;
 mod file;
-mod guard;
 pub mod permissions;
 pub mod redact;
 pub mod rules;
+pub mod sources;
+pub mod trust;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -47,10 +54,10 @@ use std::time::Duration;
 pub use approver::{Approval, ApprovalRequest, Approver};
 pub use edit::{PluginEntryDraft, add_allow_rule, write_plugin_entry};
 pub use exec::{BuiltinsPolicy, TestProfile};
-pub use guard::PolicyGuard;
 pub use permissions::{Decision, Mode, Permissions};
 pub use redact::Redactor;
 pub use rules::Rule;
+pub use trust::ConfigDir;
 
 use crate::fetch::{HostPattern, NetGrant};
 use crate::grants::{FsAccess, GrantSource, PluginGrants, Sockets};
@@ -58,6 +65,9 @@ use crate::limits::Limits;
 
 /// The policy file's name in the work dir.
 pub const POLICY_FILE: &str = "toolhost.toml";
+
+/// Largest policy file read.
+pub const MAX_POLICY_BYTES: u64 = 1 << 20;
 
 /// Why the policy could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +90,22 @@ pub enum PolicyError {
         line: usize,
         /// What is wrong.
         message: String,
+    },
+    /// A policy file inside the work dir widens what tools may do, and the user has
+    /// not trusted these bytes (a tool, or a cloned repository, may have written it).
+    #[error(
+        "policy {path} is not trusted and would grant: {}. A tool or a cloned repository may have \
+         written it. Review it, then run `toolhost trust` in that work dir to accept these exact bytes \
+         (sha256 {sha256})",
+        widens.join("; ")
+    )]
+    Untrusted {
+        /// The file.
+        path: String,
+        /// The sha256 of its bytes.
+        sha256: String,
+        /// What it grants beyond the defaults.
+        widens: Vec<String>,
     },
     /// The file could not be written.
     #[error("policy {path}: cannot save: {message}")]
@@ -173,11 +199,29 @@ impl PluginEntry {
     }
 }
 
+/// Which optional parts a policy file sets (an unset part takes the default, or the
+/// other file's when two are merged).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Sections {
+    pub(crate) mode: bool,
+    pub(crate) builtins: bool,
+    pub(crate) exec: bool,
+}
+
 /// The parsed policy.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
-    /// The file it came from (or where "always" answers are saved).
+    /// The project policy file (whether or not it exists): a protected path.
     pub path: Option<PathBuf>,
+    /// The user's private policy, outside the work dir: where "always" answers are
+    /// saved (`None`: they last for the session only).
+    pub private_path: Option<PathBuf>,
+    /// Every file this policy was read from.
+    pub files: Vec<PathBuf>,
+    /// The user's config dir (trust records, private policies): a protected path when
+    /// it lies inside the work dir.
+    pub config_dir: Option<PathBuf>,
+    pub(crate) sections: Sections,
     /// The permission mode.
     pub mode: Mode,
     /// Allow rules.
@@ -202,25 +246,15 @@ impl Policy {
         file::parse(text, path)
     }
 
-    /// Read and parse the file at `path`.
+    /// Read and parse the file at `path`, as the caller vouches for it (no trust
+    /// check: see [`Self::discover`] for that). A symlink, FIFO, device or a file over
+    /// [`MAX_POLICY_BYTES`] is refused.
     pub fn load(path: &Path) -> Result<Self, PolicyError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| PolicyError::Read { path: path.display().to_string(), source })?;
+        let read = |source| PolicyError::Read { path: path.display().to_string(), source };
+        let text = crate::hostfs::read_text(path, MAX_POLICY_BYTES)
+            .map_err(read)?
+            .ok_or_else(|| read(std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")))?;
         Self::parse(&text, path)
-    }
-
-    /// The policy for a host in `work_dir`: `explicit` (which must exist) if given,
-    /// else `work_dir/toolhost.toml` if it exists, else the defaults (with "always"
-    /// answers saved to `work_dir/toolhost.toml`).
-    pub fn discover(explicit: Option<&Path>, work_dir: &Path) -> Result<Self, PolicyError> {
-        if let Some(path) = explicit {
-            return Self::load(path);
-        }
-        let path = work_dir.join(POLICY_FILE);
-        if path.exists() {
-            return Self::load(&path);
-        }
-        Ok(Self { path: Some(path), ..Self::default() })
     }
 
     /// The permissions this policy sets, judged against `work_dir`.
@@ -234,12 +268,8 @@ impl Policy {
                 line: 0,
                 message,
             })?;
-        if let Some(path) = &self.path {
-            let canonical = path
-                .parent()
-                .and_then(|dir| dir.canonicalize().ok())
-                .and_then(|dir| path.file_name().map(|name| dir.join(name)));
-            permissions.protect_file(canonical.as_deref().unwrap_or(path));
+        for path in self.path.iter().chain(&self.private_path).chain(&self.files).chain(&self.config_dir) {
+            permissions.protect_file(path);
         }
         Ok(permissions)
     }
