@@ -16,6 +16,9 @@ pub const NET_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_NET");
 /// A plugin that imports exec (`spawn`, and `spawn_ro` read-only: run a
 /// command as given, report the outcome as JSON or the exec error's code).
 pub const EXEC_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_EXEC");
+/// A plugin that does one filesystem operation exactly as told (`fs`, and `fs_read`
+/// read-only), reporting the error the guest got: refusals must come from the host.
+pub const FSPROBE_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_FSPROBE");
 
 /// The tools of `builtin:fs`, sorted.
 pub const FS_TOOLS: [&str; 7] =

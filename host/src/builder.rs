@@ -243,7 +243,15 @@ impl HostBuilder {
         if let Some(cache) = &self.engine.cache_dir {
             permissions.protect_file(cache);
         }
+        let protected = permissions.protected().cloned();
+        let open_handles = crate::fdlimit::per_call(
+            self.limits.open_handles,
+            crate::fdlimit::raise_nofile(),
+            self.engine.max_concurrent_calls,
+        );
         Ok(Host {
+            protected,
+            open_handles,
             engine,
             plugins: loaded,
             registry,

@@ -217,6 +217,7 @@ impl Host {
                 cancel,
                 net: self.net_access(plugin),
                 exec: self.exec_access(plugin, cancel),
+                fs_guard: self.fs_guard(),
             },
         )
         .await;

@@ -42,6 +42,10 @@ pub struct Host {
     pub(crate) policy_path: Option<PathBuf>,
     /// Starts, confines and tracks every child process.
     pub(crate) exec: Arc<ExecRuntime>,
+    /// What no tool may change, at every layer that writes.
+    pub(crate) protected: Option<Arc<crate::protect::Protected>>,
+    /// Descriptors and directory streams one call may hold open at once.
+    pub(crate) open_handles: usize,
 }
 
 impl Host {
@@ -168,6 +172,11 @@ impl Host {
         crate::policy::add_allow_rule(path, rule)
     }
 
+    /// The filesystem guard of one call.
+    pub(crate) fn fs_guard(&self) -> crate::wasi_fs::FsGuard {
+        crate::wasi_fs::FsGuard::new(self.protected.clone(), self.open_handles)
+    }
+
     /// Wait for a free instance slot (bounded by the pooling allocator).
     pub(crate) async fn call_slot(&self) -> Option<SemaphorePermit<'_>> {
         self.slots.acquire().await.ok()
@@ -180,6 +189,7 @@ impl Host {
 pub(crate) fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, LoadError> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(LoadError::engine)?;
+    crate::wasi_fs::add_to_linker(&mut linker).map_err(LoadError::engine)?;
     PluginWorld::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
         .map_err(LoadError::engine)?;
     Ok(linker)

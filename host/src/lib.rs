@@ -33,6 +33,7 @@ pub mod engine;
 pub mod error;
 pub mod exec;
 pub mod executor;
+mod fdlimit;
 pub mod fetch;
 mod files;
 pub mod grants;
@@ -50,6 +51,7 @@ pub mod protect;
 pub mod registry;
 pub mod sandbox;
 pub mod spec;
+pub mod wasi_fs;
 
 pub use authorize::PermissionNote;
 pub use engine::{Engine, EngineSettings};

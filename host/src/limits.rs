@@ -23,6 +23,10 @@ pub struct Limits {
     /// What the model reads: output beyond this many bytes is cut to a head
     /// and a tail at line boundaries (the whole output stays retrievable).
     pub clamp_bytes: usize,
+    /// Files and directory listings a guest may hold open at once; past it an open
+    /// fails (`insufficient-memory` in WASI) and the call's error says why. Lowered
+    /// when the process's descriptor limit can't give every call slot this many.
+    pub open_handles: usize,
 }
 
 impl Default for Limits {
@@ -35,6 +39,7 @@ impl Default for Limits {
             output_bytes: 16 << 20,
             stdio_bytes: 64 << 10,
             clamp_bytes: 30_000,
+            open_handles: crate::wasi_fs::DEFAULT_OPEN_HANDLES,
         }
     }
 }

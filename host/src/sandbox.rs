@@ -25,6 +25,7 @@ use crate::fetch::NetAccess;
 use crate::limits::Limits;
 use crate::pipe::CappedPipe;
 use crate::plugin::Plugin;
+use crate::wasi_fs::{FsGuard, GuardedFs};
 
 /// Bytes of one guest log line kept, and log lines kept per call.
 const LOG_LINE_BYTES: usize = 4096;
@@ -76,6 +77,8 @@ pub struct CallSpec<'a> {
     /// The exec capability: `Some` only for a plugin that imports exec and is granted
     /// programs.
     pub exec: Option<ExecAccess>,
+    /// What the guest's filesystem is held to beyond its preopens.
+    pub fs_guard: FsGuard,
 }
 
 /// Per-call store state: the WASI context and everything the limits track.
@@ -93,6 +96,9 @@ pub struct CallState {
     exec: Option<ExecAccess>,
     /// When the call's deadline passes (a fetch never outlives it).
     deadline: Option<Instant>,
+    /// What its filesystem is held to beyond the preopens (protected paths, special
+    /// files, open handles).
+    fs_guard: FsGuard,
 }
 
 impl CallState {
@@ -138,6 +144,7 @@ impl CallState {
             net: None,
             exec: None,
             deadline: None,
+            fs_guard: FsGuard::new(None, crate::wasi_fs::DEFAULT_OPEN_HANDLES),
         })
     }
 }
@@ -153,6 +160,21 @@ impl CallState {
         self.net = net;
         self.deadline = Some(deadline);
         self
+    }
+
+    /// Hold the call's filesystem to `guard`.
+    pub(crate) fn with_fs_guard(mut self, guard: FsGuard) -> Self {
+        self.fs_guard = guard;
+        self
+    }
+
+    /// The filesystem view the guest gets: wasmtime-wasi's, behind the call's guard.
+    pub(crate) fn guarded_fs(&mut self) -> GuardedFs<'_> {
+        let view = wasmtime_wasi::filesystem::WasiFilesystemCtxView {
+            ctx: self.wasi.filesystem(),
+            table: &mut self.table,
+        };
+        GuardedFs::new(view, &mut self.fs_guard)
     }
 
     /// Hand the call its exec capability (or none).
@@ -261,7 +283,8 @@ pub async fn run(plugin: &Plugin, call: CallSpec<'_>) -> Result<types::ToolOutpu
         stderr.clone(),
     )?
     .with_net(call.net, deadline_at)
-    .with_exec(call.exec);
+    .with_exec(call.exec)
+    .with_fs_guard(call.fs_guard);
     let mut store = Store::new(plugin.engine(), state);
     store.limiter(|state| &mut state.limiter);
     let host_err = |e: wasmtime::Error| CallError::new(codes::HOST_ERROR, format!("{e:#}"));
@@ -287,11 +310,21 @@ pub async fn run(plugin: &Plugin, call: CallSpec<'_>) -> Result<types::ToolOutpu
             result = run => Ok(result),
         }
     };
-    match outcome? {
+    let result = match outcome? {
         Ok(Ok(output)) => Ok(output),
         Ok(Err(err)) => Err(CallError::new(err.code, err.message)),
         Err(trap) => Err(classify_trap(&trap, store.data(), call.limits, &stderr)),
-    }
+    };
+    // A guest that hit the open-handle cap may report it any way it likes: say what
+    // happened.
+    result.map_err(|mut err| {
+        if let Some(cap) = store.data().fs_guard.cap_tripped() {
+            err.message.push_str(&format!(
+                " (the call reached its cap of {cap} open files and directory listings at once)"
+            ));
+        }
+        err
+    })
 }
 
 /// Turn a trap into the code that names the limit (or the fault) behind it.

@@ -1,6 +1,6 @@
 //! Permissions, decided before a call enters its plugin: modes × read-only and
 //! writing tools, allow/deny rules and their precedence, protected paths (also in
-//! yolo mode, also when a plugin writes the policy file behind the host's back),
+//! yolo mode, also when a plugin writes the policy file through WASI),
 //! and the approver: once, always (saved), deny, headless, cancelled.
 
 use std::path::Path;
@@ -150,15 +150,14 @@ async fn protected_paths_hold_in_yolo_mode() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_plugin_that_rewrites_the_policy_file_is_undone() {
+async fn a_plugin_cannot_rewrite_the_policy_file() {
     let dir = tempfile::tempdir().unwrap();
     let original = "[permissions]\nmode = \"accept-edits\"\n";
     let host = host_with(dir.path(), original, Some(Mode::Yolo), None).await;
     let r = call(&host, "tamper", json!({})).await;
-    // The permissions let it run (yolo); the guard caught what it did.
-    assert_eq!(r.code(), Some("permission_denied"), "{r:?}");
-    let message = &r.error.as_ref().unwrap().message;
-    assert_eq!(message, "the tool changed the policy file, a protected path; the change was undone");
+    // The permissions let it run (yolo); the sandbox refused the write itself.
+    assert!(!r.ok, "{r:?}");
+    assert!(r.error.as_ref().unwrap().message.contains("toolhost.toml"), "{r:?}");
     assert_eq!(std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap(), original);
     // And the host keeps serving.
     assert!(call(&host, "noop", json!({})).await.ok);
@@ -204,17 +203,38 @@ async fn the_approver_allows_once_always_or_denies() {
     assert_eq!(denied_because(&r), "the user denied write_file: not now");
     assert!(!dir.path().join("b.txt").exists());
 
+    // "Always" is saved to the user's private policy, outside the work dir; the
+    // project's file is left as it is.
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = toolhost::policy::ConfigDir::at(config_dir.path());
+    std::fs::write(dir.path().join("toolhost.toml"), "# kept\n").unwrap();
+    let discovered =
+        || Policy::discover_in(None, dir.path(), Some(&config)).unwrap_or_else(|e| panic!("{e}"));
     let always = scripted(Approval::Always);
-    let host = host_with(dir.path(), "# kept\n", None, Some(always.clone())).await;
+    let host = Host::builder()
+        .work_dir(dir.path())
+        .engine_settings(test_engine_settings())
+        .policy(discovered())
+        .approver(always.clone())
+        .build()
+        .await
+        .unwrap();
     let r = call(&host, "write_file", write("c.txt")).await;
     assert_eq!(r.permission.unwrap().reason, "approved always: rule allow write_file(path=c.txt)");
     let r = call(&host, "write_file", write("c.txt")).await;
     assert_eq!(r.permission.unwrap().reason, "rule allow write_file(path=c.txt)");
     assert_eq!(always.asked.load(Ordering::SeqCst), 1, "always is remembered");
-    let saved = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
-    assert!(saved.contains("# kept\n") && saved.contains("\"write_file(path=c.txt)\""), "{saved}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap(), "# kept\n");
+    let private = config.private_policy(&dir.path().canonicalize().unwrap());
+    let saved = std::fs::read_to_string(&private).unwrap();
+    assert!(saved.contains("\"write_file(path=c.txt)\""), "{saved}");
     // The saved rule applies on the next start, and is only as wide as the call.
-    let host = host_with(dir.path(), &saved, None, None).await;
+    let host = Host::builder()
+        .work_dir(dir.path())
+        .engine_settings(test_engine_settings())
+        .policy(discovered())
+        .build();
+    let host = host.await.unwrap();
     assert!(call(&host, "write_file", write("c.txt")).await.ok);
     assert!(denied_because(&call(&host, "write_file", write("d.txt")).await).contains("headless"));
 }

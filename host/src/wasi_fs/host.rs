@@ -1,0 +1,475 @@
+//! The `wasi:filesystem` host traits for [`GuardedFs`]: checks (see the module
+//! docs), then wasmtime-wasi's own implementation.
+//!
+//! Calls that name a path and change something resolve it first
+//! ([`resolve::resolve`]), refuse a protected target, and run wasmtime-wasi's
+//! operation on the resolved parent (pushed as a temporary descriptor with the
+//! guest descriptor's permissions) with the final name. Calls on an open descriptor
+//! pass straight through: what a descriptor may do was settled when it was opened.
+
+use std::sync::Arc;
+
+use wasmtime::component::Resource;
+use wasmtime_wasi::filesystem::{Descriptor, Dir as WasiDir, FsPerms, OpenMode};
+use wasmtime_wasi::p2::bindings::filesystem::preopens;
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    self, DescriptorFlags, DescriptorType, DirectoryEntry, ErrorCode, HostDescriptor,
+    HostDirectoryEntryStream, OpenFlags, PathFlags,
+};
+use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
+
+use super::GuardedFs;
+use super::resolve::{self, Target};
+
+/// The guest descriptor's host directory and what it may do.
+struct DirHandle {
+    file: Arc<std::fs::File>,
+    perms: FsPerms,
+    open_mode: OpenMode,
+}
+
+impl GuardedFs<'_> {
+    fn dir(&mut self, fd: &Resource<Descriptor>) -> FsResult<DirHandle> {
+        match self.view.table.get(fd)? {
+            Descriptor::Dir(d) => {
+                Ok(DirHandle { file: d.dir.clone(), perms: d.perms, open_mode: d.open_mode })
+            }
+            Descriptor::File(_) => Err(ErrorCode::NotDirectory.into()),
+        }
+    }
+
+    /// Resolve `path` from `fd` for a change, refusing a protected target.
+    fn target_for_change(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+        follow: bool,
+    ) -> FsResult<(Target, DirHandle)> {
+        let dir = self.dir(fd)?;
+        let target = resolve::resolve(&dir.file, path, follow)?;
+        self.refuse_protected(&target)?;
+        Ok((target, dir))
+    }
+
+    fn refuse_protected(&self, target: &Target) -> FsResult<()> {
+        let Some(protected) = &self.guard.protected else { return Ok(()) };
+        let real = target.real_path()?;
+        if let Some(why) = protected.check(&real, false) {
+            tracing::debug!("refused a guest's change: {why}");
+            return Err(ErrorCode::ReadOnly.into());
+        }
+        Ok(())
+    }
+
+    /// The resolved parent of `target` as a temporary descriptor with `dir`'s rights.
+    fn push_parent(&mut self, target: Target, dir: &DirHandle) -> FsResult<(Resource<Descriptor>, String)> {
+        let name = target.name_str();
+        let parent = Descriptor::Dir(WasiDir::new(target.parent, dir.perms, dir.open_mode, true));
+        Ok((self.view.table.push(parent)?, name))
+    }
+
+    fn drop_parent(&mut self, parent: Resource<Descriptor>) {
+        let _ = self.view.table.delete(parent);
+    }
+
+    async fn open_checked(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: String,
+        oflags: OpenFlags,
+        flags: DescriptorFlags,
+    ) -> FsResult<Resource<Descriptor>> {
+        let dir = self.dir(fd)?;
+        let target = resolve::resolve(&dir.file, &path, path_flags.contains(PathFlags::SYMLINK_FOLLOW))?;
+        if target.entry_type().is_some_and(|t| resolve::is_special(&t)) {
+            return Err(ErrorCode::Unsupported.into());
+        }
+        let protected = match &self.guard.protected {
+            Some(protected) => protected.check(&target.real_path()?, false),
+            None => None,
+        };
+        let changes = oflags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE)
+            || flags.intersects(DescriptorFlags::WRITE | DescriptorFlags::MUTATE_DIRECTORY);
+        if changes && let Some(why) = &protected {
+            tracing::debug!("refused a guest's change: {why}");
+            return Err(ErrorCode::ReadOnly.into());
+        }
+        let (parent, name) = self.push_parent(target, &dir)?;
+        let opened = HostDescriptor::open_at(
+            &mut self.view,
+            Resource::new_borrow(parent.rep()),
+            PathFlags::empty(),
+            name,
+            oflags,
+            flags,
+        )
+        .await;
+        self.drop_parent(parent);
+        let opened = opened?;
+        // What is opened beneath a protected path can read, never change.
+        if protected.is_some() {
+            match self.view.table.get_mut(&opened)? {
+                Descriptor::Dir(d) => d.perms = FsPerms::ReadOnly,
+                Descriptor::File(f) => f.perms = FsPerms::ReadOnly,
+            }
+        }
+        Ok(opened)
+    }
+
+    /// The entries of the directory `fd`, listed here: names that are not UTF-8
+    /// arrive lossily instead of failing the listing.
+    fn list(&mut self, fd: &Resource<Descriptor>) -> FsResult<Vec<DirectoryEntry>> {
+        use cap_std::fs::FileTypeExt;
+        let dir = self.dir(fd)?;
+        let dir = cap_std::fs::Dir::from_std_file(dir.file.try_clone().map_err(ErrorCode::from)?);
+        let mut entries = Vec::new();
+        for entry in dir.entries().map_err(ErrorCode::from)? {
+            let Ok(entry) = entry else { continue };
+            let type_ = match entry.file_type() {
+                Ok(t) if t.is_dir() => DescriptorType::Directory,
+                Ok(t) if t.is_file() => DescriptorType::RegularFile,
+                Ok(t) if t.is_symlink() => DescriptorType::SymbolicLink,
+                Ok(t) if t.is_fifo() => DescriptorType::Fifo,
+                Ok(t) if t.is_socket() => DescriptorType::Socket,
+                Ok(t) if t.is_char_device() => DescriptorType::CharacterDevice,
+                Ok(t) if t.is_block_device() => DescriptorType::BlockDevice,
+                _ => DescriptorType::Unknown,
+            };
+            entries.push(DirectoryEntry { type_, name: entry.file_name().to_string_lossy().into_owned() });
+        }
+        Ok(entries)
+    }
+}
+
+impl preopens::Host for GuardedFs<'_> {
+    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+        let dirs = preopens::Host::get_directories(&mut self.view)?;
+        for _ in &dirs {
+            // Counted, never refused: a guest can't do without its preopens.
+            self.guard.handles += 1;
+        }
+        Ok(dirs)
+    }
+}
+
+impl types::Host for GuardedFs<'_> {
+    fn convert_error_code(&mut self, err: FsError) -> wasmtime::Result<ErrorCode> {
+        types::Host::convert_error_code(&mut self.view, err)
+    }
+
+    fn filesystem_error_code(
+        &mut self,
+        err: Resource<wasmtime::Error>,
+    ) -> wasmtime::Result<Option<ErrorCode>> {
+        types::Host::filesystem_error_code(&mut self.view, err)
+    }
+}
+
+impl HostDescriptor for GuardedFs<'_> {
+    async fn advise(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+        len: types::Filesize,
+        advice: types::Advice,
+    ) -> FsResult<()> {
+        HostDescriptor::advise(&mut self.view, fd, offset, len, advice).await
+    }
+
+    async fn sync_data(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        HostDescriptor::sync_data(&mut self.view, fd).await
+    }
+
+    async fn get_flags(&mut self, fd: Resource<Descriptor>) -> FsResult<DescriptorFlags> {
+        HostDescriptor::get_flags(&mut self.view, fd).await
+    }
+
+    async fn get_type(&mut self, fd: Resource<Descriptor>) -> FsResult<DescriptorType> {
+        HostDescriptor::get_type(&mut self.view, fd).await
+    }
+
+    async fn set_size(&mut self, fd: Resource<Descriptor>, size: types::Filesize) -> FsResult<()> {
+        HostDescriptor::set_size(&mut self.view, fd, size).await
+    }
+
+    async fn set_times(
+        &mut self,
+        fd: Resource<Descriptor>,
+        atim: types::NewTimestamp,
+        mtim: types::NewTimestamp,
+    ) -> FsResult<()> {
+        HostDescriptor::set_times(&mut self.view, fd, atim, mtim).await
+    }
+
+    async fn read(
+        &mut self,
+        fd: Resource<Descriptor>,
+        len: types::Filesize,
+        offset: types::Filesize,
+    ) -> FsResult<(Vec<u8>, bool)> {
+        HostDescriptor::read(&mut self.view, fd, len, offset).await
+    }
+
+    async fn write(
+        &mut self,
+        fd: Resource<Descriptor>,
+        buf: Vec<u8>,
+        offset: types::Filesize,
+    ) -> FsResult<types::Filesize> {
+        HostDescriptor::write(&mut self.view, fd, buf, offset).await
+    }
+
+    async fn read_directory(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<Resource<types::DirectoryEntryStream>> {
+        if !self.guard.take_handle() {
+            return Err(ErrorCode::InsufficientMemory.into());
+        }
+        let listed = self.list(&fd);
+        let stream = match listed {
+            Ok(entries) => HostDescriptor::read_directory(&mut self.view, fd).await.map(|s| (s, entries)),
+            Err(e) => Err(e),
+        };
+        match stream {
+            Ok((stream, entries)) => {
+                self.guard.streams.insert(stream.rep(), entries.into_iter());
+                Ok(stream)
+            }
+            Err(e) => {
+                self.guard.release_handle();
+                Err(e)
+            }
+        }
+    }
+
+    async fn sync(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        HostDescriptor::sync(&mut self.view, fd).await
+    }
+
+    async fn create_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        let (target, dir) = self.target_for_change(&fd, &path, false)?;
+        let (parent, name) = self.push_parent(target, &dir)?;
+        let done =
+            HostDescriptor::create_directory_at(&mut self.view, Resource::new_borrow(parent.rep()), name)
+                .await;
+        self.drop_parent(parent);
+        done
+    }
+
+    async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
+        HostDescriptor::stat(&mut self.view, fd).await
+    }
+
+    async fn stat_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: String,
+    ) -> FsResult<types::DescriptorStat> {
+        HostDescriptor::stat_at(&mut self.view, fd, path_flags, path).await
+    }
+
+    async fn set_times_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: String,
+        atim: types::NewTimestamp,
+        mtim: types::NewTimestamp,
+    ) -> FsResult<()> {
+        let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+        let (target, dir) = self.target_for_change(&fd, &path, follow)?;
+        let (parent, name) = self.push_parent(target, &dir)?;
+        let parent_ref = Resource::new_borrow(parent.rep());
+        let done =
+            HostDescriptor::set_times_at(&mut self.view, parent_ref, PathFlags::empty(), name, atim, mtim)
+                .await;
+        self.drop_parent(parent);
+        done
+    }
+
+    async fn link_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        old_path_flags: PathFlags,
+        old_path: String,
+        new_descriptor: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        // A hard link to a protected file would be a second way to write it.
+        let follow = old_path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+        let (old, old_dir) = self.target_for_change(&fd, &old_path, follow)?;
+        let (new, new_dir) = self.target_for_change(&new_descriptor, &new_path, false)?;
+        let (old_parent, old_name) = self.push_parent(old, &old_dir)?;
+        let new_parent = self.push_parent(new, &new_dir);
+        let done = match new_parent {
+            Ok((new_parent, new_name)) => {
+                let done = HostDescriptor::link_at(
+                    &mut self.view,
+                    Resource::new_borrow(old_parent.rep()),
+                    PathFlags::empty(),
+                    old_name,
+                    Resource::new_borrow(new_parent.rep()),
+                    new_name,
+                )
+                .await;
+                self.drop_parent(new_parent);
+                done
+            }
+            Err(e) => Err(e),
+        };
+        self.drop_parent(old_parent);
+        done
+    }
+
+    async fn open_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: String,
+        oflags: OpenFlags,
+        flags: DescriptorFlags,
+    ) -> FsResult<Resource<Descriptor>> {
+        if !self.guard.take_handle() {
+            return Err(ErrorCode::InsufficientMemory.into());
+        }
+        let opened = self.open_checked(&fd, path_flags, path, oflags, flags).await;
+        if opened.is_err() {
+            self.guard.release_handle();
+        }
+        opened
+    }
+
+    fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
+        self.guard.release_handle();
+        HostDescriptor::drop(&mut self.view, fd)
+    }
+
+    async fn readlink_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
+        HostDescriptor::readlink_at(&mut self.view, fd, path).await
+    }
+
+    async fn remove_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        let (target, dir) = self.target_for_change(&fd, &path, false)?;
+        let (parent, name) = self.push_parent(target, &dir)?;
+        let done =
+            HostDescriptor::remove_directory_at(&mut self.view, Resource::new_borrow(parent.rep()), name)
+                .await;
+        self.drop_parent(parent);
+        done
+    }
+
+    async fn rename_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        old_path: String,
+        new_fd: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        let (old, old_dir) = self.target_for_change(&fd, &old_path, false)?;
+        let (new, new_dir) = self.target_for_change(&new_fd, &new_path, false)?;
+        let (old_parent, old_name) = self.push_parent(old, &old_dir)?;
+        let done = match self.push_parent(new, &new_dir) {
+            Ok((new_parent, new_name)) => {
+                let done = HostDescriptor::rename_at(
+                    &mut self.view,
+                    Resource::new_borrow(old_parent.rep()),
+                    old_name,
+                    Resource::new_borrow(new_parent.rep()),
+                    new_name,
+                )
+                .await;
+                self.drop_parent(new_parent);
+                done
+            }
+            Err(e) => Err(e),
+        };
+        self.drop_parent(old_parent);
+        done
+    }
+
+    async fn symlink_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        src_path: String,
+        dest_path: String,
+    ) -> FsResult<()> {
+        let (target, dir) = self.target_for_change(&fd, &dest_path, false)?;
+        let (parent, name) = self.push_parent(target, &dir)?;
+        let done =
+            HostDescriptor::symlink_at(&mut self.view, Resource::new_borrow(parent.rep()), src_path, name)
+                .await;
+        self.drop_parent(parent);
+        done
+    }
+
+    async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        let (target, dir) = self.target_for_change(&fd, &path, false)?;
+        let (parent, name) = self.push_parent(target, &dir)?;
+        let done =
+            HostDescriptor::unlink_file_at(&mut self.view, Resource::new_borrow(parent.rep()), name).await;
+        self.drop_parent(parent);
+        done
+    }
+
+    fn read_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+    ) -> FsResult<Resource<DynInputStream>> {
+        HostDescriptor::read_via_stream(&mut self.view, fd, offset)
+    }
+
+    fn write_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+    ) -> FsResult<Resource<DynOutputStream>> {
+        HostDescriptor::write_via_stream(&mut self.view, fd, offset)
+    }
+
+    fn append_via_stream(&mut self, fd: Resource<Descriptor>) -> FsResult<Resource<DynOutputStream>> {
+        HostDescriptor::append_via_stream(&mut self.view, fd)
+    }
+
+    async fn is_same_object(
+        &mut self,
+        a: Resource<Descriptor>,
+        b: Resource<Descriptor>,
+    ) -> wasmtime::Result<bool> {
+        HostDescriptor::is_same_object(&mut self.view, a, b).await
+    }
+
+    async fn metadata_hash(&mut self, fd: Resource<Descriptor>) -> FsResult<types::MetadataHashValue> {
+        HostDescriptor::metadata_hash(&mut self.view, fd).await
+    }
+
+    async fn metadata_hash_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: String,
+    ) -> FsResult<types::MetadataHashValue> {
+        HostDescriptor::metadata_hash_at(&mut self.view, fd, path_flags, path).await
+    }
+}
+
+impl HostDirectoryEntryStream for GuardedFs<'_> {
+    async fn read_directory_entry(
+        &mut self,
+        stream: Resource<types::DirectoryEntryStream>,
+    ) -> FsResult<Option<DirectoryEntry>> {
+        match self.guard.streams.get_mut(&stream.rep()) {
+            Some(entries) => Ok(entries.next()),
+            None => HostDirectoryEntryStream::read_directory_entry(&mut self.view, stream).await,
+        }
+    }
+
+    fn drop(&mut self, stream: Resource<types::DirectoryEntryStream>) -> wasmtime::Result<()> {
+        self.guard.streams.remove(&stream.rep());
+        self.guard.release_handle();
+        HostDirectoryEntryStream::drop(&mut self.view, stream)
+    }
+}

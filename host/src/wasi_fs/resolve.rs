@@ -1,0 +1,161 @@
+//! Where a guest's `(directory, path)` lands on the host, decided before anything
+//! is opened or changed.
+//!
+//! The path is split into its parent and its final name. The parent is opened with
+//! cap-std relative to the guest's directory handle (so, exactly as wasmtime-wasi
+//! would, it can't leave the preopen), and its real host path is read back from the
+//! kernel (`/proc/self/fd`). When the final name is a symlink the call would follow,
+//! it is followed here, hop by hop, through the same resolution. The operation then
+//! runs on the opened parent with the final name and no further symlink following,
+//! so what was checked is what is changed: a symlink swapped in afterwards makes the
+//! operation fail, never land elsewhere.
+
+use std::ffi::OsString;
+use std::os::fd::AsRawFd;
+use std::path::{Component, Path, PathBuf};
+
+use cap_std::fs::{Dir as CapDir, FileType, FileTypeExt};
+use wasmtime_wasi::p2::bindings::filesystem::types::ErrorCode;
+
+/// Symlinks followed at most while resolving one path (as Linux: 40).
+const MAX_HOPS: u32 = 40;
+
+/// The place a path names: its parent directory, opened, and the final name.
+pub(super) struct Target {
+    /// The parent directory.
+    pub(super) parent: std::fs::File,
+    /// The final component; `None` when the path names a directory itself (`.`,
+    /// `..`, or empty after the parent).
+    pub(super) name: Option<OsString>,
+}
+
+impl Target {
+    /// The final component as the guest string the delegate takes (`.` when the
+    /// path names the parent itself).
+    pub(super) fn name_str(&self) -> String {
+        self.name.as_ref().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".into())
+    }
+
+    /// The real host path of what the path names (the parent's path from the
+    /// kernel, joined with the name).
+    pub(super) fn real_path(&self) -> Result<PathBuf, ErrorCode> {
+        let parent = real_path(&self.parent)?;
+        Ok(match &self.name {
+            Some(name) => parent.join(name),
+            None => parent,
+        })
+    }
+
+    /// The type of the final entry without following it, if it exists.
+    pub(super) fn entry_type(&self) -> Option<FileType> {
+        let name = self.name.as_ref()?;
+        let dir = CapDir::from_std_file(self.parent.try_clone().ok()?);
+        dir.symlink_metadata(name).ok().map(|m| m.file_type())
+    }
+}
+
+/// Resolve `path` relative to the directory handle `dir`: its parent opened and the
+/// final name, with a final symlink followed when `follow`.
+pub(super) fn resolve(dir: &std::fs::File, path: &str, follow: bool) -> Result<Target, ErrorCode> {
+    let root = CapDir::from_std_file(dir.try_clone().map_err(io)?);
+    resolve_in(&root, Path::new(path), follow, 0)
+}
+
+fn resolve_in(root: &CapDir, path: &Path, follow: bool, hops: u32) -> Result<Target, ErrorCode> {
+    if path.as_os_str().is_empty() {
+        return Err(ErrorCode::NoEntry);
+    }
+    if path.is_absolute() {
+        return Err(ErrorCode::NotPermitted);
+    }
+    let (parent_rel, name) = split(path);
+    let parent = if parent_rel.as_os_str().is_empty() {
+        root.try_clone().map_err(io)?
+    } else {
+        root.open_dir(&parent_rel).map_err(io)?
+    };
+    if follow
+        && let Some(name) = &name
+        && let Ok(meta) = parent.symlink_metadata(name)
+        && meta.file_type().is_symlink()
+    {
+        if hops >= MAX_HOPS {
+            return Err(ErrorCode::Loop);
+        }
+        // A symlink's text is relative to the directory holding it: resolve it from
+        // the handle through that directory, as the kernel would.
+        let link = parent.read_link(name).map_err(io)?;
+        if link.is_absolute() {
+            return Err(ErrorCode::NotPermitted);
+        }
+        return resolve_in(root, &parent_rel.join(link), true, hops + 1);
+    }
+    Ok(Target { parent: parent.into_std_file(), name })
+}
+
+/// `path` as (parent, final name); the name is `None` when the last component is
+/// not a plain name.
+fn split(path: &Path) -> (PathBuf, Option<OsString>) {
+    let mut components: Vec<Component<'_>> = path.components().collect();
+    match components.last() {
+        Some(Component::Normal(name)) => {
+            let name = name.to_os_string();
+            components.pop();
+            (components.iter().collect(), Some(name))
+        }
+        _ => (path.to_path_buf(), None),
+    }
+}
+
+/// The host path of an open file or directory, from the kernel.
+pub(super) fn real_path(file: &std::fs::File) -> Result<PathBuf, ErrorCode> {
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(|_| ErrorCode::Access)
+}
+
+fn io(e: std::io::Error) -> ErrorCode {
+    ErrorCode::from(e)
+}
+
+/// Whether a file type is one the sandbox never opens: FIFOs (an open blocks until
+/// a writer comes), devices and sockets.
+pub(super) fn is_special(t: &FileType) -> bool {
+    t.is_fifo() || t.is_char_device() || t.is_block_device() || t.is_socket()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits() {
+        let s = |p: &str| split(Path::new(p));
+        assert_eq!(s("a/b/c"), (PathBuf::from("a/b"), Some("c".into())));
+        assert_eq!(s("c"), (PathBuf::new(), Some("c".into())));
+        assert_eq!(s("a/b/"), (PathBuf::from("a"), Some("b".into())));
+        assert_eq!(s("a/.."), (PathBuf::from("a/.."), None));
+        assert_eq!(s("."), (PathBuf::from("."), None));
+    }
+
+    #[test]
+    fn final_links_are_followed_inside_and_refused_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("real/sub")).unwrap();
+        std::os::unix::fs::symlink("real/sub", root.join("link")).unwrap();
+        std::os::unix::fs::symlink("../x", root.join("real/up")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", root.join("abs")).unwrap();
+        std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
+        let handle = std::fs::File::open(&root).unwrap();
+        let t = resolve(&handle, "link", true).unwrap();
+        assert_eq!(t.real_path().unwrap(), root.join("real/sub"));
+        let t = resolve(&handle, "link", false).unwrap();
+        assert_eq!(t.real_path().unwrap(), root.join("link"));
+        let t = resolve(&handle, "real/up", true).unwrap();
+        assert_eq!(t.real_path().unwrap(), root.join("x"));
+        assert_eq!(t.name_str(), "x");
+        assert!(matches!(resolve(&handle, "abs", true), Err(ErrorCode::NotPermitted)));
+        assert!(matches!(resolve(&handle, "loop", true), Err(ErrorCode::Loop)));
+        assert!(resolve(&handle, "../outside", false).is_err());
+        assert!(resolve(&handle, "link/../../..", false).is_err());
+    }
+}
