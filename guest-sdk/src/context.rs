@@ -4,6 +4,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::{ToolError, codes};
+use crate::name::quote_name;
 
 /// The call a tool is running: its id and, when the tool has filesystem
 /// access, the work directory (the only directory the sandbox opened).
@@ -53,7 +54,9 @@ impl Context {
     }
 
     /// `path` as the model should see it: relative to the work dir (`.` for
-    /// the work dir itself), or unchanged when it is outside.
+    /// the work dir itself), or unchanged when it is outside. This is the
+    /// exact (lossy UTF-8) spelling, for metadata; text shows
+    /// [`Context::show`].
     pub fn display(&self, path: &Path) -> String {
         match self.work_dir.as_deref().and_then(|root| path.strip_prefix(root).ok()) {
             Some(rel) if rel.as_os_str().is_empty() => ".".to_string(),
@@ -62,11 +65,18 @@ impl Context {
         }
     }
 
+    /// `path` as text shows it: [`Context::display`], quoted by
+    /// [`quote_name`](crate::quote_name) when it holds a control or unusual
+    /// character, so a file name cannot forge output.
+    pub fn show(&self, path: &Path) -> String {
+        quote_name(&self.display(path)).into_owned()
+    }
+
     /// Map an I/O error on `path` to the code the model can act on
     /// (`not_found`, `access_denied`, `io_error`), naming the path as the
-    /// model sees it: relative to the work dir, like [`Context::display`].
+    /// model sees it: relative to the work dir, like [`Context::show`].
     pub fn io_error(&self, err: &io::Error, path: &Path) -> ToolError {
-        ToolError::io(err, Path::new(&self.display(path)))
+        ToolError::io(err, Path::new(&self.show(path)))
     }
 }
 
@@ -138,5 +148,16 @@ mod tests {
     fn displays_relative() {
         assert_eq!(ctx().display(Path::new("/work/proj/src/a.rs")), "src/a.rs");
         assert_eq!(ctx().display(Path::new("/work/proj")), ".");
+    }
+
+    #[test]
+    fn shows_unusual_names_quoted() {
+        assert_eq!(ctx().show(Path::new("/work/proj/src/a.rs")), "src/a.rs");
+        assert_eq!(ctx().show(Path::new("/work/proj/a\nb")), r#""a\nb""#);
+        assert_eq!(ctx().show(Path::new("/work/proj/a\\nb")), r#""a\\nb""#);
+        assert_eq!(ctx().show(Path::new("/work/proj/d/x\ny")), r#""d/x\ny""#);
+        assert_eq!(ctx().display(Path::new("/work/proj/d/x\ny")), "d/x\ny", "display stays exact");
+        let err = ctx().io_error(&io::Error::from(io::ErrorKind::NotFound), Path::new("/work/proj/\x1b[2J"));
+        assert_eq!(err.message, r#""\x1b[2J" does not exist"#);
     }
 }

@@ -18,7 +18,7 @@ use crate::error::{ToolError, codes};
 /// cap stops the call with `memory_limit`.
 pub fn read_text(ctx: &Context, path: &str) -> Result<String, ToolError> {
     let full = ctx.resolve(path)?;
-    let shown = ctx.display(&full);
+    let shown = ctx.show(&full);
     let meta = std::fs::metadata(&full).map_err(|e| ctx.io_error(&e, &full))?;
     if meta.is_dir() {
         return Err(ToolError::new(codes::IS_DIRECTORY, format!("{shown} is a directory, not a file")));
@@ -77,5 +77,8 @@ mod tests {
         assert_eq!(code("nul.bin"), "binary_file: nul.bin is a binary file");
         assert_eq!(code("latin1.txt"), "binary_file: latin1.txt is not UTF-8 text (byte 3)");
         assert_eq!(code("../x"), "path_escape: ../x is outside the work directory");
+        std::fs::create_dir(dir.path().join("d\x1b[2J")).unwrap();
+        assert_eq!(code("d\x1b[2J"), r#"is_directory: "d\x1b[2J" is a directory, not a file"#);
+        assert_eq!(code("gone\n.txt"), r#"not_found: "gone\n.txt" does not exist"#);
     }
 }

@@ -38,6 +38,9 @@
 //! filesystem access) is the only directory the tool can see; resolve the
 //! paths the model passes with [`Context::resolve`], or read a text file the
 //! model names with [`fs::read_text`] (every failure a code the model can act on).
+//! Show a name or path found on disk with [`quote_name`] (or
+//! [`Context::show`]): a hostile file name then cannot forge lines of output
+//! or send escape sequences to a terminal.
 //!
 //! Beyond the work dir, a tool reaches the outside only through the host:
 //! [`http::fetch`] (pinned outbound HTTP) and [`exec::run`] (an allow-listed
@@ -51,10 +54,12 @@ mod export;
 pub mod fs;
 pub mod http;
 pub mod log;
+mod name;
 
 pub use context::Context;
 pub use error::{ToolError, codes};
 pub use export::{Output, Tool, check_schema, tool};
+pub use name::{quote_name, quote_name_always};
 
 /// The generated bindings of the `toolhost:plugin` world. Tool authors do not
 /// need them directly; [`export_tools!`] uses them.

@@ -4,10 +4,9 @@ use std::fs;
 
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name};
 
 use crate::codes;
-use crate::paths::io_error;
 use crate::walk::{Kind, Walk};
 
 /// The tool description the model reads.
@@ -18,7 +17,8 @@ included). Sizes are apparent sizes (the files' lengths, not blocks on disk); sy
 (`/` after a directory, `@` after a symlink); a last `TOTAL` line sums all entries and counts the files and \
 directories below. At most `max_entries` entries are listed (default 50); the output says how many more there are. \
 The walk stops after 1,000,000 entries and says so (the sizes are then lower bounds). Paths are relative to the \
-work directory.";
+work directory; names with control or unusual characters are shown double-quoted with backslash escapes, and \
+entries that cannot be read are counted.";
 
 /// Default `max_entries`.
 pub const DEFAULT_MAX_ENTRIES: usize = 50;
@@ -52,7 +52,8 @@ fn default_max_entries() -> usize {
 /// One direct entry of the directory and the bytes it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Usage {
-    /// The entry's name, with `/` after a directory and `@` after a symlink.
+    /// The entry's name as shown (quoted when unusual), with `/` after a
+    /// directory and `@` after a symlink.
     pub name: String,
     /// Apparent bytes: the file's length, or the sum of the files below.
     pub bytes: u64,
@@ -64,6 +65,8 @@ struct Tally {
     entries: Vec<Usage>,
     files: usize,
     dirs: usize,
+    /// Files whose size could not be read (counted as 0 bytes).
+    unmeasured: usize,
     /// The walk stopped at [`MAX_WALK`].
     stopped: bool,
 }
@@ -77,8 +80,8 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         )));
     }
     let root = ctx.resolve(&args.path)?;
-    let shown = ctx.display(&root);
-    let meta = fs::metadata(&root).map_err(|e| io_error(ctx, &e, &root))?;
+    let shown = ctx.show(&root);
+    let meta = fs::metadata(&root).map_err(|e| ctx.io_error(&e, &root))?;
     if !meta.is_dir() {
         return Err(ToolError::new(
             codes::NOT_A_DIRECTORY,
@@ -89,7 +92,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
             ),
         ));
     }
-    let mut walk = Walk::everything(&root, usize::MAX).map_err(|e| io_error(ctx, &e, &root))?;
+    let mut walk = Walk::everything(&root, usize::MAX).map_err(|e| ctx.io_error(&e, &root))?;
     let mut tally = measure(&mut walk, MAX_WALK);
     tally.entries.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
     let total: u64 = tally.entries.iter().map(|u| u.bytes).sum();
@@ -125,12 +128,18 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
             "[stopped after {MAX_WALK} entries: the sizes are lower bounds; measure a subdirectory for exact ones]\n"
         ));
     }
+    if tally.unmeasured > 0 {
+        out.push_str(&format!(
+            "[{} could not be read: counted as 0 bytes]\n",
+            crate::count(tally.unmeasured, "file", "files")
+        ));
+    }
     if let Some(note) = walk.note() {
         out.push_str(&note);
         out.push('\n');
     }
     Ok(Output::text(out).with_metadata(json!({
-        "path": shown,
+        "path": ctx.display(&root),
         "total_bytes": total,
         "entries": tally.entries.len(),
         "omitted": omitted,
@@ -138,6 +147,8 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         "dirs": tally.dirs,
         "stopped": tally.stopped,
         "unreadable_dirs": walk.unreadable(),
+        "unreadable_entries": walk.unreadable_entries(),
+        "unmeasured_files": tally.unmeasured,
     })))
 }
 
@@ -154,7 +165,10 @@ fn measure(walk: &mut Walk, limit: usize) -> Tally {
         let bytes = match entry.kind {
             Kind::File => {
                 tally.files += 1;
-                fs::symlink_metadata(&entry.path).map(|m| m.len()).unwrap_or(0)
+                fs::symlink_metadata(&entry.path).map(|m| m.len()).unwrap_or_else(|_| {
+                    tally.unmeasured += 1;
+                    0
+                })
             }
             Kind::Dir => {
                 tally.dirs += 1;
@@ -168,7 +182,7 @@ fn measure(walk: &mut Walk, limit: usize) -> Tally {
                 Kind::Symlink => "@",
                 Kind::File | Kind::Other => "",
             };
-            tally.entries.push(Usage { name: format!("{}{suffix}", entry.name()), bytes });
+            tally.entries.push(Usage { name: format!("{}{suffix}", quote_name(&entry.name())), bytes });
         } else if let Some(last) = tally.entries.last_mut() {
             last.bytes += bytes;
         }
@@ -282,6 +296,42 @@ mod tests {
         assert!(out.content.contains("  500  real/\n"), "{}", out.content);
         assert!(out.content.contains("  0  alias@\n"), "{}", out.content);
         assert!(out.content.contains("  500  TOTAL (1 file, 1 directory)\n"), "{}", out.content);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn unusual_names_are_quoted() {
+        use std::os::unix::ffi::OsStrExt;
+        let (dir, ctx) = setup();
+        let r = dir.path();
+        write(r, "big\n  9.8 KiB       10000  fake", 20);
+        write(r, "d\x1b[31m/in", 10);
+        fs::write(r.join(std::ffi::OsStr::from_bytes(b"bad\xff")), "xyz").unwrap();
+        let out = du(&ctx, ".", 50).unwrap();
+        assert_eq!(
+            out.content,
+            "./\n\
+             \x20     20 B              20  \"big\\n  9.8 KiB       10000  fake\"\n\
+             \x20     10 B              10  \"d\\x1b[31m\"/\n\
+             \x20      3 B               3  \"bad\\u{fffd}\"\n\
+             \x20     33 B              33  TOTAL (3 files, 1 directory)\n"
+        );
+        let sub = du(&ctx, "d\x1b[31m", 50).unwrap();
+        assert!(sub.content.starts_with("\"d\\x1b[31m\"/\n"), "{}", sub.content);
+    }
+
+    #[test]
+    fn files_that_do_not_open_count_as_zero_and_are_counted() {
+        let (dir, _ctx) = setup();
+        write(dir.path(), "a/real", 5);
+        // An entry the walk yields but that does not open (a name decoded
+        // lossily in the sandbox): stand in with a file removed mid-walk.
+        let mut walk = Walk::everything(dir.path(), usize::MAX).unwrap();
+        let first = walk.next().unwrap();
+        fs::remove_file(dir.path().join("a/real")).unwrap();
+        let tally = measure(&mut walk, 10);
+        assert_eq!(first.name(), "a");
+        assert_eq!((tally.files, tally.unmeasured), (1, 1));
     }
 
     #[test]

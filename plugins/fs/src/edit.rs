@@ -5,10 +5,10 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::json;
 use similar::TextDiff;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name};
 
 use crate::codes;
-use crate::paths::{io_error, resolve_for_write};
+use crate::paths::resolve_for_write;
 use crate::write::write_atomic;
 
 /// The tool description the model reads.
@@ -18,7 +18,8 @@ must occur exactly once unless `replace_all` is true: include enough surrounding
 endings are handled for you: in a CRLF file, write `\\n` and it matches `\\r\\n`; the file keeps its line endings \
 and a UTF-8 byte order mark. Errors: `old_string_not_found`, `old_string_not_unique` (with the count), \
 `no_op_edit` (old and new are equal), `binary_file`, `not_found` (use write_file to create a file), \
-`forbidden_path` (.git, toolhost configuration). The write is atomic and keeps the permission bits.";
+`forbidden_path` (.git, toolhost configuration). The write is atomic and keeps the permission bits. Messages show a \
+name with control or unusual characters double-quoted with backslash escapes.";
 
 /// Arguments of `edit_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -50,15 +51,15 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         ));
     }
     let path = resolve_for_write(ctx, &args.path)?;
-    let shown = ctx.display(&path);
-    let meta = std::fs::metadata(&path).map_err(|e| io_error(ctx, &e, &path))?;
+    let shown = ctx.show(&path);
+    let meta = std::fs::metadata(&path).map_err(|e| ctx.io_error(&e, &path))?;
     if meta.is_dir() {
         return Err(ToolError::new(codes::IS_DIRECTORY, format!("{shown} is a directory")));
     }
     if !meta.is_file() {
         return Err(ToolError::invalid_args(format!("{shown} is not a regular file")));
     }
-    let raw = std::fs::read(&path).map_err(|e| io_error(ctx, &e, &path))?;
+    let raw = std::fs::read(&path).map_err(|e| ctx.io_error(&e, &path))?;
     if raw[..raw.len().min(8 * 1024)].contains(&0) {
         return Err(ToolError::new(
             codes::BINARY_FILE,
@@ -107,16 +108,17 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     bytes.extend_from_slice(updated.as_bytes());
     write_atomic(ctx, &path, &bytes)?;
 
+    let exact = ctx.display(&path);
     let diff = TextDiff::from_lines(text, updated.as_str())
         .unified_diff()
         .context_radius(3)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .header(&quote_name(&format!("a/{exact}")), &quote_name(&format!("b/{exact}")))
         .to_string();
     let plural = if count == 1 { "" } else { "s" };
     Ok(Output::text(format!("Made {count} replacement{plural} in {shown}."))
         .with_display(diff)
         .with_metadata(json!({
-            "path": shown,
+            "path": exact,
             "replacements": count,
             "sha256": crate::sha256_hex(&bytes),
         })))
@@ -273,6 +275,34 @@ mod tests {
         fs::set_permissions(&p, fs::Permissions::from_mode(0o700)).unwrap();
         edit(&ctx, "echo a", "echo b", false).unwrap();
         assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o7777, 0o700);
+    }
+
+    #[test]
+    fn messages_and_the_diff_quote_unusual_names() {
+        let (dir, ctx) = setup(b"");
+        let name = "f.txt\n@@ -1 +1 @@";
+        fs::write(dir.path().join(name), "old\n").unwrap();
+        let edit = |old: &str| {
+            run(
+                Args {
+                    path: name.into(),
+                    old_string: old.into(),
+                    new_string: "new".into(),
+                    replace_all: false,
+                },
+                &ctx,
+            )
+        };
+        let err = edit("absent").unwrap_err();
+        assert!(err.message.contains("not found in \"f.txt\\n@@ -1 +1 @@\";"), "{}", err.message);
+        let out = edit("old").unwrap();
+        assert_eq!(out.content, "Made 1 replacement in \"f.txt\\n@@ -1 +1 @@\".");
+        let diff = out.display.unwrap();
+        assert!(
+            diff.starts_with("--- \"a/f.txt\\n@@ -1 +1 @@\"\n+++ \"b/f.txt\\n@@ -1 +1 @@\"\n@@ "),
+            "{diff}"
+        );
+        assert_eq!(out.metadata.unwrap()["path"], name);
     }
 
     #[test]

@@ -7,10 +7,9 @@ use std::path::Path;
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name};
 
 use crate::codes;
-use crate::paths::io_error;
 use crate::walk::{Kind, Walk};
 
 /// The tool description the model reads.
@@ -19,7 +18,8 @@ pattern without `/` matches file names at any depth (`*.rs` is the same as `**/*
 the path relative to `path` (default: the work directory), where `*` stays within one directory and `**` crosses \
 directories. Returns matching files (not directories), sorted, as paths relative to the work directory; at most \
 `max_results` (default 200), and says how many more there were. Symlinks are not followed, and directories such as \
-.git, node_modules, target, dist, .venv and .cache are not searched unless given as `path`.";
+.git, node_modules, target, dist, .venv and .cache are not searched unless given as `path`. Paths with control or \
+unusual characters are shown double-quoted with backslash escapes; entries that cannot be read are counted.";
 
 /// Default `max_results`.
 pub const DEFAULT_MAX: usize = 200;
@@ -97,12 +97,12 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     }
     let glob = Glob::new(&args.pattern)?;
     let root = ctx.resolve(&args.path)?;
-    let shown_root = ctx.display(&root);
-    let meta = fs::metadata(&root).map_err(|e| io_error(ctx, &e, &root))?;
+    let shown_root = ctx.show(&root);
+    let meta = fs::metadata(&root).map_err(|e| ctx.io_error(&e, &root))?;
     if !meta.is_dir() {
         return Err(ToolError::new(codes::NOT_A_DIRECTORY, format!("{shown_root} is not a directory")));
     }
-    let mut walk = Walk::new(&root, usize::MAX).map_err(|e| io_error(ctx, &e, &root))?;
+    let mut walk = Walk::new(&root, usize::MAX).map_err(|e| ctx.io_error(&e, &root))?;
     let mut found: Vec<String> = walk
         .by_ref()
         .filter(|e| matches!(e.kind, Kind::File | Kind::Symlink))
@@ -116,9 +116,11 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     let mut out = if total == 0 {
         format!("No files match `{}` in {shown_root}.\n", args.pattern)
     } else {
-        let mut s = found.join("\n");
-        s.push('\n');
-        s
+        found.iter().fold(String::new(), |mut s, path| {
+            s.push_str(&quote_name(path));
+            s.push('\n');
+            s
+        })
     };
     if total > found.len() {
         out.push_str(&format!(
@@ -132,11 +134,12 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         out.push('\n');
     }
     Ok(Output::text(out).with_metadata(json!({
-        "path": shown_root,
+        "path": ctx.display(&root),
         "pattern": args.pattern,
         "total": total,
         "shown": found.len(),
         "skipped_dirs": walk.skipped_names(),
+        "unreadable_entries": walk.unreadable_entries(),
     })))
 }
 
@@ -240,6 +243,31 @@ mod tests {
         assert_eq!(find(&ctx, "*", "nope", 10).unwrap_err().code, sdk::NOT_FOUND);
         assert_eq!(find(&ctx, "*", "a.rs", 10).unwrap_err().code, codes::NOT_A_DIRECTORY);
         assert_eq!(find(&ctx, "*", "../..", 10).unwrap_err().code, sdk::PATH_ESCAPE);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn unusual_paths_are_quoted_one_per_line() {
+        use std::os::unix::ffi::OsStrExt;
+        let (dir, ctx) = setup();
+        let r = dir.path();
+        fs::write(r.join("src/x.rs\nforged.rs"), "").unwrap();
+        fs::create_dir(r.join("e\x1b]0;t\x07")).unwrap();
+        fs::write(r.join("e\x1b]0;t\x07/in.rs"), "").unwrap();
+        fs::write(r.join(std::ffi::OsStr::from_bytes(b"bad\xff.rs")), "").unwrap();
+        let out = find(&ctx, "*.rs", ".", DEFAULT_MAX).unwrap();
+        assert_eq!(
+            lines(&out),
+            [
+                "a.rs",
+                "\"bad\\u{fffd}.rs\"",
+                "\"e\\x1b]0;t\\x07/in.rs\"",
+                "src/b.rs",
+                "src/deep/c.rs",
+                "\"src/x.rs\\nforged.rs\""
+            ]
+        );
+        assert!(!out.content.contains('\x1b'), "{}", out.content);
     }
 
     #[cfg(unix)]

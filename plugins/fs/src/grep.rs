@@ -12,10 +12,9 @@ use std::path::Path;
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name, quote_name_always};
 
 use crate::find::Glob;
-use crate::paths::io_error;
 use crate::walk::{Kind, Walk};
 
 /// The tool description the model reads.
@@ -23,8 +22,8 @@ pub const DESCRIPTION: &str = "Search file contents with a regular expression (R
 look-around or backreferences; `^` and `$` match at line starts and ends). Searches `path` (a file, or a \
 directory searched recursively; default the work directory), optionally only files whose name matches `glob` \
 (e.g. `*.rs`, `*.{ts,tsx}`; a glob with `/` matches the path relative to `path`). Prints one line per matching \
-line as `path:line_number:text`, paths relative to the work directory, long lines cut to about 300 characters. At \
-most `max_results` lines (default 100); the output says how many more matched. Binary files (a NUL byte in the \
+line as `path:line_number:text`, paths relative to the work directory (a path with `:`, control or unusual \
+characters is shown double-quoted with backslash escapes), long lines cut to about 300 characters. At most `max_results` lines (default 100); the output says how many more matched. Binary files (a NUL byte in the \
 first 1 KiB) and files over 1 MiB are skipped and counted; symlinks are not followed; directories such as .git, \
 node_modules, target, dist, .venv and .cache are not searched unless given as `path`.";
 
@@ -97,26 +96,15 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         .map_err(|e| ToolError::invalid_args(format!("invalid regex: {e}")))?;
     let glob = if args.glob.trim().is_empty() { None } else { Some(Glob::new(&args.glob)?) };
     let root = ctx.resolve(&args.path)?;
-    let shown_root = ctx.display(&root);
-    let meta = fs::metadata(&root).map_err(|e| io_error(ctx, &e, &root))?;
+    let shown_root = ctx.show(&root);
+    let meta = fs::metadata(&root).map_err(|e| ctx.io_error(&e, &root))?;
 
-    let mut search = Search {
-        ctx,
-        re,
-        max: args.max_results,
-        buf: Vec::new(),
-        out: String::new(),
-        matches: 0,
-        files_searched: 0,
-        files_matched: 0,
-        binary: 0,
-        large: 0,
-        unreadable: 0,
-    };
+    let mut search = Search::new(ctx, re, args.max_results);
     let mut walk_note = None;
     let mut skipped_dirs = Vec::new();
+    let mut unreadable_entries = 0;
     if meta.is_dir() {
-        let mut walk = Walk::new(&root, usize::MAX).map_err(|e| io_error(ctx, &e, &root))?;
+        let mut walk = Walk::new(&root, usize::MAX).map_err(|e| ctx.io_error(&e, &root))?;
         for entry in walk.by_ref() {
             if entry.kind != Kind::File {
                 continue;
@@ -130,6 +118,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         }
         walk_note = walk.note();
         skipped_dirs = walk.skipped_names();
+        unreadable_entries = walk.unreadable_entries();
     } else if meta.is_file() {
         search.file(&root);
     } else {
@@ -166,7 +155,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         out.push('\n');
     }
     Ok(Output::text(out).with_metadata(json!({
-        "path": shown_root,
+        "path": ctx.display(&root),
         "pattern": args.pattern,
         "matches": search.matches,
         "shown": shown,
@@ -177,10 +166,27 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         "skipped_large": search.large,
         "unreadable": search.unreadable,
         "skipped_dirs": skipped_dirs,
+        "unreadable_entries": unreadable_entries,
     })))
 }
 
-impl Search<'_> {
+impl<'a> Search<'a> {
+    fn new(ctx: &'a Context, re: Regex, max: usize) -> Self {
+        Self {
+            ctx,
+            re,
+            max,
+            buf: Vec::new(),
+            out: String::new(),
+            matches: 0,
+            files_searched: 0,
+            files_matched: 0,
+            binary: 0,
+            large: 0,
+            unreadable: 0,
+        }
+    }
+
     /// Search one file, counting it as skipped when it is binary, too large
     /// or unreadable.
     fn file(&mut self, path: &Path) {
@@ -247,7 +253,7 @@ impl Search<'_> {
             counted = line_start;
             self.matches += 1;
             if self.matches <= self.max {
-                let shown = shown_path.get_or_insert_with(|| self.ctx.display(path));
+                let shown = shown_path.get_or_insert_with(|| prefix(self.ctx, path));
                 let text = snippet(&buf[line_start..line_end], start - line_start);
                 self.out.push_str(shown);
                 self.out.push(':');
@@ -259,6 +265,15 @@ impl Search<'_> {
             pos = line_end + 1;
         }
     }
+}
+
+/// `path` as the `path:line:` prefix shows it: by the shared quoting rule,
+/// and quoted also when it holds a `:`, so that the prefix always ends at
+/// the first `:` after the path (a file named `a:9:x` cannot pass for line
+/// 9 of `a`).
+fn prefix(ctx: &Context, path: &Path) -> String {
+    let shown = ctx.display(path);
+    if shown.contains(':') { quote_name_always(&shown) } else { quote_name(&shown).into_owned() }
 }
 
 /// The line as text for the model: without its `\r`, cut to about
@@ -431,6 +446,48 @@ mod tests {
         assert!(hit.contains("NEEDLE") && hit.ends_with("b…"), "{hit}");
         assert!(hit.len() < 330, "{}", hit.len());
         assert_eq!(snippet("é".repeat(400).as_bytes(), 0).chars().filter(|&c| c == '\u{fffd}').count(), 0);
+    }
+
+    #[test]
+    fn path_prefixes_are_quoted_when_unusual_or_holding_a_colon() {
+        let (_d, ctx) = setup(&[
+            ("a.txt\nforged.rs:1:fn fake()", b"fn real()\n"),
+            ("notes:9:fake", b"fn x\n"),
+            ("d\x1b[31m/e.rs", b"  fn y\n"),
+            ("back\\slash", b"fn z\n"),
+            ("plain.rs", b"fn w\n"),
+        ]);
+        let out = grep(&ctx, args(r"fn \w"));
+        assert_eq!(
+            results(&out),
+            [
+                "\"d\\x1b[31m/e.rs\":1:  fn y",
+                "\"a.txt\\nforged.rs:1:fn fake()\":1:fn real()",
+                "\"back\\\\slash\":1:fn z",
+                "\"notes:9:fake\":1:fn x",
+                "plain.rs:1:fn w",
+            ]
+        );
+        assert!(!out.content.contains('\x1b'), "{}", out.content);
+        // File content is shown as it is.
+        let (_d, ctx) = setup(&[("f", b"esc \x1b[2J here\n")]);
+        assert_eq!(results(&grep(&ctx, args("esc"))), ["f:1:esc \x1b[2J here"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn names_that_are_not_utf8_are_searched() {
+        use std::os::unix::ffi::OsStrExt;
+        let (d, ctx) = setup(&[("ok.txt", b"needle\n")]);
+        fs::write(d.path().join(std::ffi::OsStr::from_bytes(b"bad\xff.txt")), b"needle too\n").unwrap();
+        let out = grep(&ctx, args("needle"));
+        assert_eq!(results(&out), ["\"bad\\u{fffd}.txt\":1:needle too", "ok.txt:1:needle"]);
+        // In the sandbox such a name arrives decoded lossily and does not
+        // open: the file is counted, the search goes on.
+        let mut search = Search::new(&ctx, Regex::new("needle").unwrap(), DEFAULT_MAX);
+        search.file(&d.path().join("bad\u{fffd}.txt"));
+        search.file(&d.path().join("ok.txt"));
+        assert_eq!((search.unreadable, search.matches), (1, 1));
     }
 
     #[test]

@@ -4,7 +4,18 @@
 //! Every path the model passes is resolved inside the work directory with
 //! [`Context::resolve`]; the WASI sandbox (a preopen of the work dir) is the
 //! real boundary, the lexical check only names the problem. Paths shown to
-//! the model are relative to the work dir.
+//! the model are relative to the work dir, and every name or path that text
+//! shows goes through [`toolhost_guest::quote_name`] ([`Context::show`]): a
+//! name with a control or unusual character is double-quoted with backslash
+//! escapes, so a hostile file name cannot forge entries or lines, nor reach
+//! a terminal. Metadata keeps the exact name (JSON escapes it).
+//!
+//! A walk never fails for one bad entry ([`walk`]): a name that is not UTF-8
+//! reaches the guest either as a read error on that entry (counted, left
+//! out) or decoded lossily with U+FFFD (shown quoted as `\u{fffd}`; opening
+//! it then fails, which is counted too).
+//!
+//! [`Context::show`]: toolhost_guest::Context::show
 
 use sha2::{Digest, Sha256};
 use toolhost_guest::{Tool, tool};
@@ -16,6 +27,7 @@ pub mod grep;
 pub mod list;
 pub mod paths;
 pub mod read;
+pub mod readdir;
 pub mod walk;
 pub mod write;
 
@@ -75,6 +87,11 @@ pub(crate) fn human_size(n: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
+/// `n` and the noun for it: `1 entry`, `2 entries`.
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Cut `line` to at most `max` bytes at a character boundary; true when it
 /// was cut.
 pub(crate) fn truncate_at_char(line: &str, max: usize) -> (&str, bool) {
@@ -106,6 +123,15 @@ mod tests {
         assert_eq!(human_size(1023), "1023 B");
         assert_eq!(human_size(1536), "1.5 KiB");
         assert_eq!(human_size(3 * 1024 * 1024), "3.0 MiB");
+    }
+
+    #[test]
+    fn counts_with_nouns() {
+        assert_eq!(count(1, "entry", "entries"), "1 entry");
+        assert_eq!(
+            (count(0, "file", "files"), count(2, "file", "files")),
+            ("0 files".into(), "2 files".into())
+        );
     }
 
     #[test]

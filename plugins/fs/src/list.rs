@@ -4,11 +4,10 @@ use std::fs;
 
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name};
 
 use crate::codes;
-use crate::paths::io_error;
-use crate::walk::{Kind, Walk};
+use crate::walk::{Entry, Kind, Walk};
 
 /// The tool description the model reads.
 pub const DESCRIPTION: &str = "List a directory as an indented tree: subdirectories first (with a trailing `/`), \
@@ -16,7 +15,8 @@ then files with their sizes, each group sorted by name; symlinks are shown as `n
 followed. `depth` 1 (default) lists only the directory's own entries, up to 4 goes deeper. Directories such as \
 .git, node_modules, target, dist, .venv, __pycache__ and .cache are not entered (the output says which were \
 skipped; list one explicitly to see inside). At most 500 entries are shown; the output says how many were left \
-out. Use find_files to search by name and grep_files to search contents.";
+out. Names with control or unusual characters are shown double-quoted with backslash escapes (`\"a\\nb\"`); \
+entries that cannot be read are counted. Use find_files to search by name and grep_files to search contents.";
 
 /// Entries shown at most.
 pub const MAX_ENTRIES: usize = 500;
@@ -54,37 +54,25 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         )));
     }
     let root = ctx.resolve(&args.path)?;
-    let shown = ctx.display(&root);
-    let meta = fs::metadata(&root).map_err(|e| io_error(ctx, &e, &root))?;
+    let shown = ctx.show(&root);
+    let meta = fs::metadata(&root).map_err(|e| ctx.io_error(&e, &root))?;
     if !meta.is_dir() {
         return Err(ToolError::new(
             codes::NOT_A_DIRECTORY,
             format!("{shown} is not a directory; use read_file to read a file"),
         ));
     }
-    let mut walk = Walk::new(&root, args.depth).map_err(|e| io_error(ctx, &e, &root))?;
+    let mut walk = Walk::new(&root, args.depth).map_err(|e| ctx.io_error(&e, &root))?;
 
     let mut out = format!("{}/\n", shown.trim_end_matches('/'));
-    let mut total = 0usize;
+    let (mut total, mut unstated) = (0usize, 0usize);
     for entry in walk.by_ref() {
         total += 1;
         if total > MAX_ENTRIES {
             continue;
         }
-        let indent = "  ".repeat(entry.depth);
-        let name = entry.name();
-        let line = match entry.kind {
-            Kind::Dir => format!("{indent}{name}/"),
-            Kind::File => match fs::symlink_metadata(&entry.path) {
-                Ok(m) => format!("{indent}{name} ({})", crate::human_size(m.len())),
-                Err(_) => format!("{indent}{name}"),
-            },
-            Kind::Symlink => match fs::read_link(&entry.path) {
-                Ok(target) => format!("{indent}{name}@ -> {}", target.display()),
-                Err(_) => format!("{indent}{name}@"),
-            },
-            Kind::Other => format!("{indent}{name} (special file)"),
-        };
+        let (line, stated) = entry_line(&entry);
+        unstated += usize::from(!stated);
         out.push_str(&line);
         out.push('\n');
     }
@@ -97,17 +85,48 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
             "[{omitted} more entries not shown (limit {MAX_ENTRIES}); list a subdirectory or use a smaller depth]\n"
         ));
     }
+    if unstated > 0 {
+        out.push_str(&format!(
+            "[{} could not be read: shown without a size]\n",
+            crate::count(unstated, "file", "files")
+        ));
+    }
     if let Some(note) = walk.note() {
         out.push_str(&note);
         out.push('\n');
     }
     Ok(Output::text(out).with_metadata(json!({
-        "path": shown,
+        "path": ctx.display(&root),
         "entries": total,
         "shown": total.min(MAX_ENTRIES),
         "omitted": omitted,
         "skipped_dirs": walk.skipped_names(),
+        "unreadable_entries": walk.unreadable_entries(),
+        "without_size": unstated,
     })))
+}
+
+/// The line for one entry, indented by its depth; false when it is a file
+/// whose size could not be read (it vanished, or its name was decoded
+/// lossily and does not open). A symlink whose target cannot be read is
+/// shown as `name@`.
+fn entry_line(entry: &Entry) -> (String, bool) {
+    let indent = "  ".repeat(entry.depth);
+    let name = entry.name();
+    let name = quote_name(&name);
+    match entry.kind {
+        Kind::Dir => (format!("{indent}{name}/"), true),
+        Kind::File => match fs::symlink_metadata(&entry.path) {
+            Ok(m) => (format!("{indent}{name} ({})", crate::human_size(m.len())), true),
+            Err(_) => (format!("{indent}{name}"), false),
+        },
+        Kind::Symlink => match fs::read_link(&entry.path) {
+            Ok(target) => (format!("{indent}{name}@ -> {}", quote_name(&target.to_string_lossy())), true),
+            // The sandbox never reads an absolute target: not worth a note.
+            Err(_) => (format!("{indent}{name}@"), true),
+        },
+        Kind::Other => (format!("{indent}{name} (special file)"), true),
+    }
 }
 
 #[cfg(test)]
@@ -210,6 +229,40 @@ mod tests {
         std::os::unix::fs::symlink("real", dir.path().join("alias")).unwrap();
         let out = list(&ctx, ".", 3).unwrap();
         assert_eq!(out.content, "./\n  real/\n    inner.txt (0 B)\n  alias@ -> real\n");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn unusual_names_and_targets_are_quoted() {
+        use std::os::unix::ffi::OsStrExt;
+        let (dir, ctx) = setup();
+        let r = dir.path();
+        fs::write(r.join("a.txt\n  secret.key (1.0 KiB)"), "x").unwrap();
+        fs::create_dir(r.join("d\x1b[31m")).unwrap();
+        fs::write(r.join(std::ffi::OsStr::from_bytes(b"bad\xff.txt")), "").unwrap();
+        std::os::unix::fs::symlink("t\u{202e}gpj.exe", r.join("link")).unwrap();
+        fs::write(r.join("plain.txt"), "").unwrap();
+        let out = list(&ctx, ".", 1).unwrap();
+        assert_eq!(
+            out.content,
+            "./\n  \"d\\x1b[31m\"/\n  \"a.txt\\n  secret.key (1.0 KiB)\" (1 B)\n  \"bad\\u{fffd}.txt\" (0 B)\n  \
+             link@ -> \"t\\u{202e}gpj.exe\"\n  plain.txt (0 B)\n"
+        );
+        assert_eq!(out.metadata.unwrap()["unreadable_entries"], 0);
+        let sub = list(&ctx, "d\x1b[31m", 1).unwrap();
+        assert_eq!(sub.content, "\"d\\x1b[31m\"/\n  (empty directory)\n");
+        assert_eq!(sub.metadata.unwrap()["path"], "d\x1b[31m", "metadata keeps the exact name");
+        let err = list(&ctx, "gone\x07", 1).unwrap_err();
+        assert_eq!(err.message, "\"gone\\x07\" does not exist");
+    }
+
+    #[test]
+    fn entries_that_do_not_open_are_shown_without_size() {
+        let (dir, _ctx) = setup();
+        let gone = |name: &str, kind| Entry { path: dir.path().join(name), depth: 2, kind };
+        assert_eq!(entry_line(&gone("bad\u{fffd}", Kind::File)), ("    \"bad\\u{fffd}\"".into(), false));
+        assert_eq!(entry_line(&gone("l\n", Kind::Symlink)), ("    \"l\\n\"@".into(), true));
+        assert_eq!(entry_line(&gone("d", Kind::Dir)), ("    d/".into(), true));
     }
 
     #[test]

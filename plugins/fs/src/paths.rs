@@ -1,8 +1,6 @@
-//! Path helpers shared by the tools: I/O error mapping with the path the
-//! model sees, symlink resolution for writes, and the paths the tools never
-//! write (`.git`, the host's configuration).
+//! Path helpers shared by the writing tools: symlink resolution, and the
+//! paths the tools never write (`.git`, the host's configuration).
 
-use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use toolhost_guest::{Context, ToolError};
@@ -10,12 +8,6 @@ use toolhost_guest::{Context, ToolError};
 /// How many symlinks [`resolve_for_write`] follows before giving up (the
 /// same bound as Linux's `ELOOP`).
 const MAX_LINKS: usize = 40;
-
-/// Map an I/O error on `path` to a [`ToolError`] naming the path as the
-/// model sees it (relative to the work dir).
-pub fn io_error(ctx: &Context, err: &io::Error, path: &Path) -> ToolError {
-    ToolError::io(err, Path::new(&ctx.display(path)))
-}
 
 /// Resolve the path argument of a writing tool: [`Context::resolve`], then
 /// follow symlinks in the existing part of the path (lexically, one
@@ -42,7 +34,7 @@ pub fn resolve_for_write(ctx: &Context, path: &str) -> Result<PathBuf, ToolError
 pub fn check_writable(ctx: &Context, path: &Path) -> Result<(), ToolError> {
     let root = ctx.work_dir()?;
     let rel = path.strip_prefix(root).map_err(|_| ToolError::path_escape(path.display()))?;
-    let shown = ctx.display(path);
+    let shown = ctx.show(path);
     let names: Vec<&str> = rel
         .components()
         .filter_map(|c| match c {

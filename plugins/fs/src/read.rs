@@ -10,7 +10,6 @@ use sha2::{Digest, Sha256};
 use toolhost_guest::{Context, JsonSchema, Output, ToolError};
 
 use crate::codes;
-use crate::paths::io_error;
 
 /// The tool description the model reads.
 pub const DESCRIPTION: &str = "Read a text file. Returns its lines, each prefixed with its line number and a tab \
@@ -18,7 +17,7 @@ pub const DESCRIPTION: &str = "Read a text file. Returns its lines, each prefixe
 `offset` (1-based, default 1) and at most 256 KiB of output; when more remains, the output ends with a note giving \
 the `offset` to continue from. Very long lines are cut. Binary files (a NUL byte in the first 8 KiB, or not valid \
 UTF-8) are refused with `binary_file`; directories with `is_directory` (use list_dir). Paths are relative to the \
-work directory.";
+work directory; messages show a name with control or unusual characters double-quoted with backslash escapes.";
 
 /// Default number of lines returned.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -61,8 +60,8 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         return Err(ToolError::invalid_args("limit must be at least 1"));
     }
     let path = ctx.resolve(&args.path)?;
-    let shown = ctx.display(&path);
-    let meta = std::fs::metadata(&path).map_err(|e| io_error(ctx, &e, &path))?;
+    let shown = ctx.show(&path);
+    let meta = std::fs::metadata(&path).map_err(|e| ctx.io_error(&e, &path))?;
     if meta.is_dir() {
         return Err(ToolError::new(
             codes::IS_DIRECTORY,
@@ -73,7 +72,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         // A FIFO or device would block or never end.
         return Err(ToolError::invalid_args(format!("{shown} is not a regular file")));
     }
-    let file = File::open(&path).map_err(|e| io_error(ctx, &e, &path))?;
+    let file = File::open(&path).map_err(|e| ctx.io_error(&e, &path))?;
     // A small file is read in one host call into a buffer of its own size;
     // a large one streams through 64 KiB.
     let capacity = usize::try_from(meta.len()).unwrap_or(usize::MAX).saturating_add(1).clamp(512, 64 * 1024);
@@ -87,7 +86,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     };
     // Probe before splitting into lines: a binary file may have no newline
     // for megabytes.
-    let head = reader.fill_buf().map_err(|e| io_error(ctx, &e, &path))?;
+    let head = reader.fill_buf().map_err(|e| ctx.io_error(&e, &path))?;
     if head[..head.len().min(BINARY_PROBE)].contains(&0) {
         return Err(binary("it contains NUL bytes"));
     }
@@ -102,7 +101,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     let mut cut_line = None;
     loop {
         line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(|e| io_error(ctx, &e, &path))?;
+        let n = reader.read_until(b'\n', &mut line).map_err(|e| ctx.io_error(&e, &path))?;
         if n == 0 {
             break;
         }
@@ -168,7 +167,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     }
 
     Ok(Output::text(out).with_metadata(json!({
-        "path": shown,
+        "path": ctx.display(&path),
         "sha256": hex::encode(hasher.finalize()),
         "total_lines": total_lines,
         "bytes": bytes,
@@ -310,6 +309,22 @@ mod tests {
         assert_eq!(err.message, "nope.txt does not exist");
         assert_eq!(read(&ctx, "d", 1, 10).unwrap_err().code, codes::IS_DIRECTORY);
         assert_eq!(read(&ctx, "../x", 1, 10).unwrap_err().code, sdk::PATH_ESCAPE);
+    }
+
+    #[test]
+    fn messages_quote_unusual_names() {
+        let (dir, ctx) = setup();
+        fs::create_dir(dir.path().join("d\x1b[2J")).unwrap();
+        fs::write(dir.path().join("b\nin"), b"\0").unwrap();
+        fs::write(dir.path().join("t\u{202e}xt"), "a\n").unwrap();
+        let err = read(&ctx, "d\x1b[2J", 1, 10).unwrap_err();
+        assert_eq!(err.message, "\"d\\x1b[2J\" is a directory; use list_dir to see its entries");
+        let err = read(&ctx, "b\nin", 1, 10).unwrap_err();
+        assert!(err.message.starts_with("\"b\\nin\" looks like a binary file"), "{}", err.message);
+        let err = read(&ctx, "t\u{202e}xt", 5, 10).unwrap_err();
+        assert!(err.message.contains("end of \"t\\u{202e}xt\", which"), "{}", err.message);
+        let out = read(&ctx, "t\u{202e}xt", 1, 10).unwrap();
+        assert_eq!(out.metadata.unwrap()["path"], "t\u{202e}xt", "metadata keeps the exact name");
     }
 
     #[cfg(unix)]

@@ -4,11 +4,18 @@
 //! and skipping directories that are almost never what the model wants
 //! (`.git`, `node_modules`, `target`, ...) unless asked to walk everything
 //! ([`Walk::everything`], for `disk_usage`).
+//!
+//! One bad entry never fails a walk: an entry whose name or type cannot be
+//! read (see [`readdir`]) is left out and counted
+//! ([`Walk::unreadable_entries`]), and a subdirectory that cannot be opened
+//! (a lossily decoded name does not open) is counted too.
 
 use std::ffi::OsString;
-#[cfg(any(test, not(target_arch = "wasm32")))]
+#[cfg(test)]
 use std::fs;
 use std::path::{Path, PathBuf};
+
+use crate::readdir;
 
 /// Directory names the walk never enters below its root. The root itself is
 /// walked even when it has one of these names: the model asked for it.
@@ -47,7 +54,8 @@ impl Entry {
 }
 
 /// An iterator over the entries below a directory. Read errors on
-/// subdirectories are counted ([`Walk::unreadable`]) and the walk goes on.
+/// subdirectories ([`Walk::unreadable`]) and on single entries
+/// ([`Walk::unreadable_entries`]) are counted and the walk goes on.
 #[derive(Debug)]
 pub struct Walk {
     /// Entries still to yield, the next one last.
@@ -58,6 +66,7 @@ pub struct Walk {
     /// Skipped directory names (one per directory skipped).
     skipped: Vec<String>,
     unreadable: usize,
+    unreadable_entries: usize,
 }
 
 impl Walk {
@@ -75,7 +84,14 @@ impl Walk {
     }
 
     fn start(root: &Path, max_depth: usize, skip: &'static [&'static str]) -> std::io::Result<Self> {
-        let mut walk = Self { stack: Vec::new(), max_depth, skip, skipped: Vec::new(), unreadable: 0 };
+        let mut walk = Self {
+            stack: Vec::new(),
+            max_depth,
+            skip,
+            skipped: Vec::new(),
+            unreadable: 0,
+            unreadable_entries: 0,
+        };
         let children = read_sorted(root, 1)?;
         walk.push_children(children);
         Ok(walk)
@@ -99,7 +115,14 @@ impl Walk {
         self.unreadable
     }
 
-    /// A one-line note about skipped and unreadable directories, or `None`.
+    /// How many entries were left out because their name or type could not
+    /// be read.
+    pub fn unreadable_entries(&self) -> usize {
+        self.unreadable_entries
+    }
+
+    /// A one-line note about skipped and unreadable directories and
+    /// entries, or `None`.
     pub fn note(&self) -> Option<String> {
         let mut parts = Vec::new();
         if !self.skipped.is_empty() {
@@ -112,15 +135,21 @@ impl Walk {
         }
         if self.unreadable > 0 {
             parts.push(format!(
-                "{} director{} could not be read",
-                self.unreadable,
-                if self.unreadable == 1 { "y" } else { "ies" }
+                "{} could not be read",
+                crate::count(self.unreadable, "directory", "directories")
+            ));
+        }
+        if self.unreadable_entries > 0 {
+            parts.push(format!(
+                "{} could not be read (name or type), left out",
+                crate::count(self.unreadable_entries, "entry", "entries")
             ));
         }
         (!parts.is_empty()).then(|| format!("[{}]", parts.join("; ")))
     }
 
-    fn push_children(&mut self, children: Vec<Entry>) {
+    fn push_children(&mut self, (children, unreadable): (Vec<Entry>, usize)) {
+        self.unreadable_entries += unreadable;
         // Last pushed is yielded first: push in reverse order.
         for child in children.into_iter().rev() {
             if child.kind == Kind::Dir && self.skip.contains(&child.name().as_str()) {
@@ -148,76 +177,16 @@ impl Iterator for Walk {
 }
 
 /// The entries of `dir` at `depth`: directories first, then the rest, each
-/// group sorted by name (byte order).
-fn read_sorted(dir: &Path, depth: usize) -> std::io::Result<Vec<Entry>> {
-    let mut entries: Vec<(bool, OsString, Entry)> = list_dir(dir)?
+/// group sorted by name (byte order); and how many entries could not be
+/// read.
+fn read_sorted(dir: &Path, depth: usize) -> std::io::Result<(Vec<Entry>, usize)> {
+    let (names, unreadable) = readdir::read(dir)?;
+    let mut entries: Vec<(bool, OsString, Entry)> = names
         .into_iter()
         .map(|(name, kind)| (kind != Kind::Dir, name.clone(), Entry { path: dir.join(&name), depth, kind }))
         .collect();
     entries.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-    Ok(entries.into_iter().map(|(_, _, e)| e).collect())
-}
-
-/// Names and kinds of the entries of `dir` (not following symlinks).
-#[cfg(not(target_arch = "wasm32"))]
-fn list_dir(dir: &Path) -> std::io::Result<Vec<(OsString, Kind)>> {
-    let mut out = Vec::new();
-    for item in fs::read_dir(dir)? {
-        let Ok(item) = item else { continue };
-        let kind = match item.file_type() {
-            Ok(t) if t.is_symlink() => Kind::Symlink,
-            Ok(t) if t.is_dir() => Kind::Dir,
-            Ok(t) if t.is_file() => Kind::File,
-            _ => Kind::Other,
-        };
-        out.push((item.file_name(), kind));
-    }
-    Ok(out)
-}
-
-/// Names and kinds of the entries of `dir`, read with WASI 0.2 directly from
-/// the preopen that holds `dir` (one host call per entry, no extra stat).
-#[cfg(target_arch = "wasm32")]
-fn list_dir(dir: &Path) -> std::io::Result<Vec<(OsString, Kind)>> {
-    use std::io::{Error, ErrorKind};
-    use wasip2::filesystem::preopens::get_directories;
-    use wasip2::filesystem::types::{DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags};
-
-    let to_io = |code: ErrorCode| {
-        let kind = match code {
-            ErrorCode::NoEntry => ErrorKind::NotFound,
-            ErrorCode::Access | ErrorCode::NotPermitted => ErrorKind::PermissionDenied,
-            ErrorCode::NotDirectory => ErrorKind::NotADirectory,
-            _ => ErrorKind::Other,
-        };
-        Error::new(kind, format!("{code:?}"))
-    };
-    let (root, rel) = get_directories()
-        .into_iter()
-        .find_map(|(desc, path)| dir.strip_prefix(&path).ok().map(|rel| (desc, rel.to_path_buf())))
-        .ok_or_else(|| Error::new(ErrorKind::PermissionDenied, "outside every preopened directory"))?;
-    let rel = rel.to_string_lossy();
-    let opened;
-    let desc = if rel.is_empty() {
-        &root
-    } else {
-        opened = root
-            .open_at(PathFlags::empty(), &rel, OpenFlags::DIRECTORY, DescriptorFlags::READ)
-            .map_err(to_io)?;
-        &opened
-    };
-    let stream = desc.read_directory().map_err(to_io)?;
-    let mut out = Vec::new();
-    while let Some(entry) = stream.read_directory_entry().map_err(to_io)? {
-        let kind = match entry.type_ {
-            DescriptorType::SymbolicLink => Kind::Symlink,
-            DescriptorType::Directory => Kind::Dir,
-            DescriptorType::RegularFile => Kind::File,
-            _ => Kind::Other,
-        };
-        out.push((OsString::from(entry.name), kind));
-    }
-    Ok(out)
+    Ok((entries.into_iter().map(|(_, _, e)| e).collect(), unreadable))
 }
 
 #[cfg(test)]
@@ -305,6 +274,34 @@ mod tests {
                 ("link".to_string(), Kind::Symlink),
             ]
         );
+    }
+
+    #[test]
+    fn the_note_counts_unreadable_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut walk = Walk::new(dir.path(), 1).unwrap();
+        assert_eq!(walk.note(), None);
+        walk.push_children((Vec::new(), 2));
+        walk.unreadable = 1;
+        assert_eq!(walk.unreadable_entries(), 2);
+        assert_eq!(
+            walk.note().unwrap(),
+            "[1 directory could not be read; 2 entries could not be read (name or type), left out]"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn names_that_are_not_utf8_are_walked() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::create_dir(r.join(std::ffi::OsStr::from_bytes(b"d\xff"))).unwrap();
+        fs::write(r.join(std::ffi::OsStr::from_bytes(b"d\xff/in.txt")), "").unwrap();
+        fs::write(r.join("ok.txt"), "").unwrap();
+        let entries: Vec<Entry> = Walk::new(r, usize::MAX).unwrap().collect();
+        let names: Vec<String> = entries.iter().map(Entry::name).collect();
+        assert_eq!(names, ["d\u{fffd}", "in.txt", "ok.txt"]);
     }
 
     #[test]

@@ -10,14 +10,15 @@ use serde_json::json;
 use toolhost_guest::{Context, JsonSchema, Output, ToolError};
 
 use crate::codes;
-use crate::paths::{io_error, resolve_for_write};
+use crate::paths::resolve_for_write;
 
 /// The tool description the model reads.
 pub const DESCRIPTION: &str = "Create a file or replace its whole content. Parent directories are created as \
 needed. The write is atomic (a temporary file renamed over the target) and an existing file keeps its permission bits. Writing through a symlink writes the \
 file it points to. Prefer edit_file to change part of an existing file; read a file before overwriting it. \
 Refuses directories (`is_directory`), anything inside .git and the toolhost configuration (`forbidden_path`). \
-Paths are relative to the work directory.";
+Paths are relative to the work directory; messages show a name with control or unusual characters double-quoted \
+with backslash escapes.";
 
 /// Arguments of `write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -33,7 +34,7 @@ pub struct Args {
 /// Run `write_file`.
 pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     let path = resolve_for_write(ctx, &args.path)?;
-    let shown = ctx.display(&path);
+    let shown = ctx.show(&path);
     if args.path.ends_with('/') {
         return Err(ToolError::new(
             codes::IS_DIRECTORY,
@@ -47,7 +48,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         Some(old) => format!("Overwrote {shown} ({bytes} bytes, was {old} bytes)."),
     };
     Ok(Output::text(content).with_metadata(json!({
-        "path": shown,
+        "path": ctx.display(&path),
         "bytes": bytes,
         "sha256": crate::sha256_hex(args.content.as_bytes()),
         "created": previous.is_none(),
@@ -63,7 +64,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
 /// WASI 0.2 has no `chmod`: the permission bits are copied by the host
 /// (`toolhost_guest::fs::copy_permissions`), confined to the work dir.
 pub fn write_atomic(ctx: &Context, path: &Path, bytes: &[u8]) -> Result<Option<u64>, ToolError> {
-    let shown = ctx.display(path);
+    let shown = ctx.show(path);
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(ToolError::new(codes::IS_DIRECTORY, format!("{shown} is a directory")));
     };
@@ -79,12 +80,12 @@ pub fn write_atomic(ctx: &Context, path: &Path, bytes: &[u8]) -> Result<Option<u
         }
         Ok(meta) => Some(meta),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io_error(ctx, &e, path)),
+        Err(e) => return Err(ctx.io_error(&e, path)),
     };
-    fs::create_dir_all(parent).map_err(|e| io_error(ctx, &e, parent))?;
+    fs::create_dir_all(parent).map_err(|e| ctx.io_error(&e, parent))?;
 
     let (mut file, temp) =
-        create_temp(parent, &name.to_string_lossy(), ctx.call_id()).map_err(|e| io_error(ctx, &e, parent))?;
+        create_temp(parent, &name.to_string_lossy(), ctx.call_id()).map_err(|e| ctx.io_error(&e, parent))?;
     let result = (|| {
         file.write_all(bytes)?;
         ignore_unsupported(file.sync_all())?;
@@ -99,7 +100,7 @@ pub fn write_atomic(ctx: &Context, path: &Path, bytes: &[u8]) -> Result<Option<u
             temp.disarm();
             Ok(old.map(|m| m.len()))
         }
-        Err(e) => Err(io_error(ctx, &e, path)),
+        Err(e) => Err(ctx.io_error(&e, path)),
     }
 }
 
@@ -210,6 +211,19 @@ mod tests {
         assert_eq!(out.metadata.unwrap()["path"], "real.txt");
         assert!(fs::symlink_metadata(dir.path().join("link.txt")).unwrap().file_type().is_symlink());
         assert_eq!(fs::read_to_string(dir.path().join("real.txt")).unwrap(), "new");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn messages_quote_the_file_found_through_a_symlink() {
+        let (dir, ctx) = setup();
+        std::os::unix::fs::symlink("real\x1b]0;pwned\x07.txt", dir.path().join("link.txt")).unwrap();
+        let out = write(&ctx, "link.txt", "x").unwrap();
+        assert_eq!(out.content, "Created \"real\\x1b]0;pwned\\x07.txt\" (1 bytes).");
+        assert_eq!(out.metadata.unwrap()["path"], "real\x1b]0;pwned\x07.txt");
+        fs::create_dir(dir.path().join("d\r")).unwrap();
+        let err = write(&ctx, "d\r", "x").unwrap_err();
+        assert_eq!(err.message, "\"d\\r\" is a directory; give a file path");
     }
 
     #[test]
