@@ -271,7 +271,6 @@ async fn a_name_that_is_not_utf8_never_fails_a_walk() {
 /// entry with `illegal-byte-sequence`. Until then the guest sees an error
 /// for the entry, which `a_name_that_is_not_utf8_never_fails_a_walk` covers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the host's lossy decoding of names that are not UTF-8 (host/, issue 13 item 10)"]
 async fn walks_show_invalid_utf8_names_quoted() {
     let (host, dir) = builtin_host().await;
     let r = dir.path();
