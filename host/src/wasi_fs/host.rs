@@ -95,6 +95,12 @@ impl GuardedFs<'_> {
             tracing::debug!("refused a guest's change: {why}");
             return Err(ErrorCode::ReadOnly.into());
         }
+        if !changes && target.entry_type().is_none() && target.lossy_original().is_some() {
+            drop(target);
+            let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+            let opened = self.open_lossy(fd, &path, follow).ok_or(ErrorCode::NoEntry)?;
+            return Ok(self.view.table.push(opened)?);
+        }
         let (parent, name) = self.push_parent(target, &dir)?;
         let opened = HostDescriptor::open_at(
             &mut self.view,
@@ -115,6 +121,30 @@ impl GuardedFs<'_> {
             }
         }
         Ok(opened)
+    }
+
+    /// A descriptor for the real entry behind a lossily listed name `path` (see
+    /// [`Target::lossy_original`]), read-only, if there is one.
+    fn open_lossy(&mut self, fd: &Resource<Descriptor>, path: &str, follow: bool) -> Option<Descriptor> {
+        if !path.contains('\u{fffd}') {
+            return None;
+        }
+        let dir = self.dir(fd).ok()?;
+        let target = resolve::resolve(&dir.file, path, follow).ok()?;
+        let real = target.lossy_original()?;
+        let file = target.open_read(&real)?;
+        let is_dir = file.metadata().ok()?.is_dir();
+        // Beneath a protected path or not, a descriptor opened this way only reads.
+        Some(if is_dir {
+            Descriptor::Dir(WasiDir::new(file, FsPerms::ReadOnly, OpenMode::READ, true))
+        } else {
+            Descriptor::File(wasmtime_wasi::filesystem::File::new(
+                file,
+                FsPerms::ReadOnly,
+                OpenMode::READ,
+                true,
+            ))
+        })
     }
 
     /// The entries of the directory `fd`, listed here: names that are not UTF-8
@@ -268,6 +298,13 @@ impl HostDescriptor for GuardedFs<'_> {
         path_flags: PathFlags,
         path: String,
     ) -> FsResult<types::DescriptorStat> {
+        let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+        if let Some(real) = self.open_lossy(&fd, &path, follow) {
+            let tmp = self.view.table.push(real)?;
+            let stat = HostDescriptor::stat(&mut self.view, Resource::new_borrow(tmp.rep())).await;
+            let _ = self.view.table.delete(tmp);
+            return stat;
+        }
         HostDescriptor::stat_at(&mut self.view, fd, path_flags, path).await
     }
 
@@ -452,6 +489,13 @@ impl HostDescriptor for GuardedFs<'_> {
         path_flags: PathFlags,
         path: String,
     ) -> FsResult<types::MetadataHashValue> {
+        let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+        if let Some(real) = self.open_lossy(&fd, &path, follow) {
+            let tmp = self.view.table.push(real)?;
+            let hash = HostDescriptor::metadata_hash(&mut self.view, Resource::new_borrow(tmp.rep())).await;
+            let _ = self.view.table.delete(tmp);
+            return hash;
+        }
         HostDescriptor::metadata_hash_at(&mut self.view, fd, path_flags, path).await
     }
 }

@@ -54,6 +54,48 @@ impl Target {
     }
 }
 
+impl Target {
+    /// The real name behind a lossily listed one: when the final name holds U+FFFD
+    /// and is not there, the one entry of the parent whose name is not UTF-8 and
+    /// shows as this name.
+    pub(super) fn lossy_original(&self) -> Option<OsString> {
+        let name = self.name.as_ref()?.to_str()?;
+        if !name.contains('\u{fffd}') {
+            return None;
+        }
+        let dir = CapDir::from_std_file(self.parent.try_clone().ok()?);
+        if dir.symlink_metadata(name).is_ok() {
+            return None;
+        }
+        let mut found = None;
+        for entry in dir.entries().ok()?.flatten() {
+            let real = entry.file_name();
+            if real.to_str().is_none() && real.to_string_lossy() == name {
+                if found.is_some() {
+                    // Two names show the same: neither is meant.
+                    return None;
+                }
+                found = Some(real);
+            }
+        }
+        found
+    }
+
+    /// Open the entry `real` of the parent for reading (a regular file or a
+    /// directory only).
+    pub(super) fn open_read(&self, real: &std::ffi::OsStr) -> Option<std::fs::File> {
+        let dir = CapDir::from_std_file(self.parent.try_clone().ok()?);
+        let meta = dir.symlink_metadata(real).ok()?;
+        if meta.is_dir() {
+            return dir.open_dir(real).ok().map(CapDir::into_std_file);
+        }
+        if !meta.is_file() {
+            return None;
+        }
+        dir.open(real).ok().map(cap_std::fs::File::into_std)
+    }
+}
+
 /// Resolve `path` relative to the directory handle `dir`: its parent opened and the
 /// final name, with a final symlink followed when `follow`.
 pub(super) fn resolve(dir: &std::fs::File, path: &str, follow: bool) -> Result<Target, ErrorCode> {

@@ -16,10 +16,11 @@ struct Op {
     /// write, append, truncate, mkdir, rmdir, unlink, rename, symlink, hardlink,
     /// set_times, dir_write, read, list, open_many, stat.
     op: String,
-    /// The path (relative to the work dir, used as given).
-    path: String,
+    /// The path (relative to the work dir, used as given). Not named like a path
+    /// argument, so the permissions don't look at it: the sandbox alone must refuse.
+    at: String,
     /// The second path (rename/hardlink target, symlink text, dir_write file name).
-    to: Option<String>,
+    other: Option<String>,
     /// What to write.
     content: Option<String>,
     /// How many handles open_many holds.
@@ -35,8 +36,8 @@ fn io(e: std::io::Error) -> Value {
 }
 
 fn run_op(op: &Op, ctx: &Context) -> Result<Value, ToolError> {
-    let path = at(ctx, &op.path)?;
-    let to = || op.to.clone().unwrap_or_default();
+    let path = at(ctx, &op.at)?;
+    let to = || op.other.clone().unwrap_or_default();
     let content = op.content.clone().unwrap_or_default();
     let result: std::io::Result<Value> = match op.op.as_str() {
         "write" => std::fs::write(&path, &content).map(|()| json!({"ok": "written"})),
@@ -55,7 +56,7 @@ fn run_op(op: &Op, ctx: &Context) -> Result<Value, ToolError> {
         "unlink" => std::fs::remove_file(&path).map(|()| json!({"ok": "removed"})),
         "rename" => std::fs::rename(&path, at(ctx, &to())?).map(|()| json!({"ok": "renamed"})),
         "symlink" => {
-            return Ok(match root(ctx).map(|r| r.symlink_at(&to(), &op.path)) {
+            return Ok(match root(ctx).map(|r| r.symlink_at(&to(), &op.at)) {
                 Some(Ok(())) => json!({"ok": "linked"}),
                 Some(Err(code)) => json!({"error": format!("{code:?}")}),
                 None => json!({"error": "no preopen"}),
@@ -119,11 +120,11 @@ fn dir_write(op: &Op, ctx: &Context) -> Value {
         return json!({"error": "no preopen"});
     };
     let opened = root
-        .open_at(PathFlags::SYMLINK_FOLLOW, &op.path, OpenFlags::DIRECTORY, DescriptorFlags::READ)
+        .open_at(PathFlags::SYMLINK_FOLLOW, &op.at, OpenFlags::DIRECTORY, DescriptorFlags::READ)
         .and_then(|dir| {
             dir.open_at(
                 PathFlags::empty(),
-                op.to.as_deref().unwrap_or("x"),
+                op.other.as_deref().unwrap_or("x"),
                 OpenFlags::CREATE | OpenFlags::TRUNCATE,
                 DescriptorFlags::WRITE,
             )
