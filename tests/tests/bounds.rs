@@ -448,6 +448,39 @@ async fn an_oversized_error_code_becomes_bad_output() {
     still_serves(&host).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_output_replies_stay_within_the_clamp_and_give_back_the_whole_text() {
+    let (host, _dir) = hostile_and_flood(Limits::default()).await;
+    // Many short lines: a reply stops at its budget and names the next offset.
+    let r = call_id(&host, "lines-1", "big_output", json!({"bytes": 200_000})).await;
+    assert!(r.ok, "{:?}", r.error);
+    let back = read_back(&host, json!({"call_id": "lines-1", "limit": 2000})).await;
+    let next = back.metadata.as_ref().unwrap()["next"]["offset"].as_u64().unwrap();
+    assert!((1000..2000).contains(&next), "stopped before line {next}");
+    assert!(back.output.ends_with(&format!("; use offset={next} to continue]\n")), "{}", back.output);
+
+    // One line of 200 kB: following `next` piece by piece gives back all of it.
+    let r = call_id(&host, "meta-3", "huge_metadata", json!({"bytes": 200_000})).await;
+    assert_eq!(r.metadata.as_ref().unwrap()["kept"], true);
+    let (mut whole, mut offset, mut column, mut pieces) = (String::new(), 1, 0, 0);
+    loop {
+        let args =
+            json!({"call_id": "meta-3", "part": "metadata", "offset": offset, "column": column, "limit": 1});
+        let piece = read_back(&host, args).await;
+        let (number, text) = piece.output.lines().next().unwrap().split_once('\t').unwrap();
+        assert_eq!(number.trim(), "1");
+        whole.push_str(text);
+        pieces += 1;
+        match &piece.metadata.as_ref().unwrap()["next"] {
+            Value::Null => break,
+            next => (offset, column) = (next["offset"].as_u64().unwrap(), next["column"].as_u64().unwrap()),
+        }
+    }
+    let kept = host.outputs().get_part("meta-3", toolhost::output::Part::Metadata).unwrap();
+    assert_eq!(whole, *kept);
+    assert!(pieces >= 7, "{pieces} pieces");
+}
+
 async fn hostile_and_flood(limits: Limits) -> (Host, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let host = Host::builder()
