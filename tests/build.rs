@@ -7,6 +7,7 @@ fn main() {
         ("toolhost-net", "tests/guests/net"),
         ("toolhost-test-exec", "tests/guests/exec"),
         ("toolhost-fsprobe", "tests/guests/fsprobe"),
+        ("toolhost-flood", "tests/guests/flood"),
     ];
     for (package, wasm) in toolhost_build::build_guests(&guests) {
         let var = format!("TOOLHOST_WASM_{}", package.replace('-', "_").to_uppercase());

@@ -19,13 +19,17 @@ pub const EXEC_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_EXEC");
 /// A plugin that does one filesystem operation exactly as told (`fs`, and `fs_read`
 /// read-only), reporting the error the guest got: refusals must come from the host.
 pub const FSPROBE_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_FSPROBE");
+/// A plugin whose tool list is chosen by the env variable `FLOOD_LISTING`
+/// (granted with `HostBuilder::plugin_env`): too many tools, huge names,
+/// descriptions and schemas, deep schemas, a trap or a loop while listing.
+pub const FLOOD_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_FLOOD");
 
 /// The tools of `builtin:fs`, sorted.
 pub const FS_TOOLS: [&str; 7] =
     ["disk_usage", "edit_file", "find_files", "grep_files", "list_dir", "read_file", "write_file"];
 
 /// The hostile plugin's tools, in its own order.
-pub const HOSTILE_TOOLS: [&str; 15] = [
+pub const HOSTILE_TOOLS: [&str; 19] = [
     "noop",
     "spin",
     "slow",
@@ -41,6 +45,10 @@ pub const HOSTILE_TOOLS: [&str; 15] = [
     "env",
     "echo",
     "tamper",
+    "huge_error",
+    "huge_display",
+    "huge_metadata",
+    "huge_code",
 ];
 
 /// The directory of the built `toolhost` binary's workspace.
@@ -89,7 +97,9 @@ pub fn toolhost_bin() -> &'static Path {
         let mut cmd = Command::new(env!("CARGO"));
         cmd.current_dir(&root).args(["build", "-p", "toolhost", "--bin", "toolhost"]);
         // The variables cargo set for this test crate would reach build scripts that
-        // watch them (ring's does) and make them rerun, rebuilding half the tree.
+        // watch them (ring's does, `OUT_DIR` included) and make them rerun, rebuilding
+        // half the tree.
+        cmd.env_remove("OUT_DIR");
         for (key, _) in std::env::vars_os() {
             let key = key.to_string_lossy();
             if [

@@ -6,6 +6,9 @@ use std::path::{Component, Path, PathBuf};
 use crate::error::{ToolError, codes};
 use crate::name::quote_name;
 
+/// Longest path [`Context::resolve`] accepts, in bytes (Linux's `PATH_MAX`).
+const MAX_PATH_BYTES: usize = 4096;
+
 /// The call a tool is running: its id and, when the tool has filesystem
 /// access, the work directory (the only directory the sandbox opened).
 #[derive(Debug, Clone)]
@@ -35,13 +38,20 @@ impl Context {
     /// Resolve a path the model passed (relative to the work dir, or
     /// absolute) to a path inside the work directory, lexically: `..` that
     /// would climb above the work dir gives `path_escape`. An empty path is
-    /// the work dir itself.
+    /// the work dir itself. A path over 4096 bytes (`PATH_MAX`) gives `path_too_long`
+    /// (named by its length, never echoed).
     ///
     /// This check is a courtesy that names the problem; the boundary is the
     /// sandbox, which refuses anything outside the preopened directory,
     /// including through symlinks.
     pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
         let root = normalize(self.work_dir()?).ok_or_else(|| ToolError::path_escape("the work directory"))?;
+        if path.len() > MAX_PATH_BYTES {
+            return Err(ToolError::new(
+                codes::PATH_TOO_LONG,
+                format!("the path is {} bytes; paths are at most {MAX_PATH_BYTES} bytes", path.len()),
+            ));
+        }
         if path.contains('\0') {
             return Err(ToolError::invalid_args("path contains a NUL byte"));
         }
@@ -130,6 +140,15 @@ mod tests {
         assert_eq!(dot.resolve("../x").unwrap_err().code, codes::PATH_ESCAPE);
         let odd = Context::new("c", Some(PathBuf::from("/work/./proj/sub/..")));
         assert_eq!(odd.resolve("a").unwrap(), PathBuf::from("/work/proj/a"));
+    }
+
+    #[test]
+    fn overlong_paths_are_refused_without_echoing_them() {
+        let long = "a/".repeat(MAX_PATH_BYTES / 2) + "b";
+        let err = ctx().resolve(&long).unwrap_err();
+        assert_eq!(err.code, codes::PATH_TOO_LONG);
+        assert_eq!(err.message, "the path is 4097 bytes; paths are at most 4096 bytes");
+        assert!(ctx().resolve(&"a/".repeat(MAX_PATH_BYTES / 2)).is_ok());
     }
 
     #[test]

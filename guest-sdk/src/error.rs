@@ -13,6 +13,8 @@ pub mod codes {
     pub const NOT_FOUND: &str = "not_found";
     /// The path leaves the work directory.
     pub const PATH_ESCAPE: &str = "path_escape";
+    /// The path is longer than any the system accepts (4096 bytes).
+    pub const PATH_TOO_LONG: &str = "path_too_long";
     /// The sandbox refused the access (outside the work dir through a
     /// symlink, or a write where the tool only has read access).
     pub const ACCESS_DENIED: &str = "access_denied";

@@ -114,6 +114,16 @@ pub enum LoadError {
         /// What is wrong.
         why: String,
     },
+    /// The plugin's tool list passes one of the host's bounds ([`crate::spec`]:
+    /// tools per plugin, name, description and schema length, schema nesting,
+    /// the whole list's size), checked before any of it is parsed.
+    #[error("tool_list_too_large: {plugin}: {why}")]
+    ToolListTooLarge {
+        /// The plugin.
+        plugin: String,
+        /// Which bound, for which tool.
+        why: String,
+    },
     /// The work dir does not exist or is not a directory.
     #[error("bad work dir: {0}")]
     WorkDir(String),

@@ -6,10 +6,10 @@
 //! (`invalid_args`) → authorize (`permission_denied`, nothing runs; see
 //! [`crate::authorize`]) → run in a fresh sandbox with the plugin's grants and
 //! limits, under the merged deadline and cancellation → redact secrets → bound
-//! the output (`output_limit`) → keep the full output by call id → clamp what
-//! the model reads, head + tail.
+//! the output (`output_limit`) → keep the full text of each part by call id →
+//! cut what the caller sees, head + tail (see [`crate::output`]). A failed
+//! result's message is kept and cut the same way, wherever it was made.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -19,8 +19,10 @@ use tokio_util::sync::CancellationToken;
 use crate::authorize::PermissionNote;
 use crate::error::{CallError, codes};
 use crate::host::Host;
-use crate::output::{Omitted, clamp};
+use crate::limits::Limits;
+use crate::output::{Metadata, Omitted, Parts, bound_error};
 use crate::plugin::Plugin;
+use crate::policy::Redactor;
 use crate::registry::Runner;
 use crate::sandbox::{self, CallSpec};
 use crate::spec::ToolSpec;
@@ -91,7 +93,10 @@ fn error_text<S: serde::Serializer>(error: &Option<CallError>, s: S) -> Result<S
 }
 
 impl ToolResult {
-    fn failed(call_id: String, error: CallError, started: Instant) -> Self {
+    /// A failed result: `error`'s message kept in `host`'s output store and cut
+    /// to `limits` (the one way a failed result is made).
+    fn failed(host: &Host, call_id: String, error: CallError, limits: &Limits, started: Instant) -> Self {
+        let error = bound_error(host.outputs(), &call_id, error, limits);
         Self {
             call_id,
             ok: false,
@@ -116,72 +121,76 @@ impl ToolResult {
     }
 }
 
-/// A successful run, before the output budgets apply.
-struct RawOutput {
-    content: String,
-    display: Option<String>,
-    metadata: Option<Value>,
-}
-
 impl Host {
     /// Run one call. Never fails: unknown tools, bad arguments, traps, limits
     /// and cancellation all come back as a failed [`ToolResult`].
     pub async fn execute(&self, call: ToolCall) -> ToolResult {
         let started = Instant::now();
         let call_id = call.id.unwrap_or_else(crate::ids::new_call_id);
+        let host_limits = self.limits();
         let Some(tool) = self.registry().get(&call.name) else {
-            return ToolResult::failed(call_id, CallError::new(codes::UNKNOWN_TOOL, call.name), started);
+            let err = unknown_tool(&call.name);
+            return ToolResult::failed(self, call_id, err, host_limits, started);
         };
         if call.cancel.is_cancelled() {
-            return ToolResult::failed(call_id, CallError::new(codes::CANCELLED, ""), started);
+            return ToolResult::failed(
+                self,
+                call_id,
+                CallError::new(codes::CANCELLED, ""),
+                host_limits,
+                started,
+            );
         }
         let args = match tool.args().prepare(call.args) {
             Ok(args) => args,
-            Err(err) => return ToolResult::failed(call_id, err, started),
+            Err(err) => return ToolResult::failed(self, call_id, err, host_limits, started),
         };
         let permission = match self.authorize(&call_id, tool, &args, &call.cancel).await {
             Ok(note) => note,
-            Err((note, err)) => return ToolResult::failed(call_id, err, started).with_permission(note),
+            Err((note, err)) => {
+                return ToolResult::failed(self, call_id, err, host_limits, started).with_permission(note);
+            }
         };
-        let (run, limits) = match tool.runner() {
+        let (run, limits, redactor): (_, _, Option<&Redactor>) = match tool.runner() {
             Runner::Native(native) => {
                 let ctx = crate::native::NativeCall { call_id: &call_id, cancel: &call.cancel };
                 let out = native.call(self, args, ctx).await;
-                (
-                    out.map(|out| RawOutput { content: out.content, display: None, metadata: out.metadata }),
-                    self.limits(),
-                )
+                let parts = out.map(|out| Parts {
+                    content: out.content,
+                    display: None,
+                    metadata: out.metadata.map(Metadata::Value),
+                });
+                (parts, host_limits, None)
             }
             Runner::Wasm(plugin) => {
                 let out = self.run_wasm(plugin, tool.spec(), &args, &call_id, &call.cancel).await;
-                (out.map_err(|e| redact_error(plugin, e)).map(|out| redact(plugin, out)), plugin.limits())
+                let parts = out.map_err(|e| redact_error(plugin, e)).map(|out| redact(plugin, out));
+                (parts, plugin.limits(), Some(plugin.redactor()))
             }
         };
-        let output = match run {
-            Ok(output) => output,
-            Err(err) => return ToolResult::failed(call_id, err, started).with_permission(permission),
-        };
-
-        let size = output.content.len() + output.display.as_ref().map_or(0, String::len);
-        if size > limits.output_bytes {
-            let err = CallError::new(
-                codes::OUTPUT_LIMIT,
-                format!("the tool returned {size} bytes; the limit is {} bytes", limits.output_bytes),
-            );
-            return ToolResult::failed(call_id, err, started).with_permission(permission);
-        }
-        let (text, omitted) = clamp(&output.content, limits.clamp_bytes, &call_id);
-        self.outputs().put(&call_id, Arc::from(output.content));
-        ToolResult {
-            call_id,
-            ok: true,
-            output: text,
-            error: None,
-            display: output.display,
-            metadata: output.metadata,
-            permission: Some(permission),
-            omitted,
-            duration: started.elapsed(),
+        let bounded = run.and_then(|parts| {
+            let size = parts.size();
+            if size > limits.output_bytes {
+                return Err(CallError::new(
+                    codes::OUTPUT_LIMIT,
+                    format!("the tool returned {size} bytes; the limit is {} bytes", limits.output_bytes),
+                ));
+            }
+            parts.bound(self.outputs(), &call_id, limits, redactor)
+        });
+        match bounded {
+            Ok(out) => ToolResult {
+                call_id,
+                ok: true,
+                output: out.output,
+                error: None,
+                display: out.display,
+                metadata: out.metadata,
+                permission: Some(permission),
+                omitted: out.omitted,
+                duration: started.elapsed(),
+            },
+            Err(err) => ToolResult::failed(self, call_id, err, limits, started).with_permission(permission),
         }
     }
 
@@ -194,7 +203,7 @@ impl Host {
         args: &Value,
         call_id: &str,
         cancel: &CancellationToken,
-    ) -> Result<RawOutput, CallError> {
+    ) -> Result<Parts, CallError> {
         let limits = plugin.limits();
         let fs = plugin.fs_grant(self.work_dir(), !spec.read_only);
         let args_json = args.to_string();
@@ -222,22 +231,36 @@ impl Host {
         )
         .await;
         let output = output?;
-        let metadata = match output.metadata.as_deref().map(serde_json::from_str::<Value>) {
-            None => None,
-            Some(Ok(value)) => Some(value),
-            Some(Err(e)) => {
-                return Err(CallError::new(
-                    codes::BAD_OUTPUT,
-                    format!("the tool's metadata is not JSON: {e}"),
-                ));
-            }
-        };
-        Ok(RawOutput { content: output.content, display: output.display, metadata })
+        // The metadata stays text here: it is bounded before anything parses it.
+        let metadata = output.metadata.map(Metadata::Text);
+        Ok(Parts { content: output.content, display: output.display, metadata })
     }
 }
 
-/// `output` with the plugin's secrets redacted.
-fn redact(plugin: &Plugin, mut output: RawOutput) -> RawOutput {
+/// The `unknown_tool` error for `name`: named whole when it could be a tool's name,
+/// else by its length and start.
+fn unknown_tool(name: &str) -> CallError {
+    const SHOWN: usize = crate::spec::MAX_NAME_BYTES;
+    if name.len() <= SHOWN {
+        return CallError::new(codes::UNKNOWN_TOOL, name);
+    }
+    let mut end = SHOWN;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    CallError::new(
+        codes::UNKNOWN_TOOL,
+        format!(
+            "no tool has a {}-byte name (names are at most {SHOWN} bytes); it starts {:?}",
+            name.len(),
+            &name[..end]
+        ),
+    )
+}
+
+/// `output`'s content and display with the plugin's secrets redacted (its
+/// metadata is redacted when it is bounded).
+fn redact(plugin: &Plugin, mut output: Parts) -> Parts {
     let redactor = plugin.redactor();
     if let std::borrow::Cow::Owned(text) = redactor.redact(&output.content) {
         output.content = text;
@@ -246,9 +269,6 @@ fn redact(plugin: &Plugin, mut output: RawOutput) -> RawOutput {
         && let std::borrow::Cow::Owned(text) = redactor.redact(display)
     {
         *display = text;
-    }
-    if let Some(metadata) = &mut output.metadata {
-        redactor.redact_json(metadata);
     }
     output
 }

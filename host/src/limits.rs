@@ -1,13 +1,17 @@
 //! Per-call limits and their defaults. Each one, when tripped, ends the call
-//! with its own error code and leaves the host serving.
+//! with its own error code (or cuts what the caller sees, with a marker saying
+//! where the rest is kept) and leaves the host serving. Also the cheap scan that
+//! checks a JSON text's nesting before anything parses it.
 
 use std::time::Duration;
 
-/// What one call may use. Every field has a default a user can override (the
-/// CLI flags and the library builder set them).
+/// What one call may use, and how much of each part of its result the caller
+/// sees. Every field has a default a user can override (the CLI flags and the
+/// library builder set them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
-    /// Linear memory the guest may grow to, in bytes (`memory_limit`).
+    /// Linear memory the guest may grow to, in bytes (`memory_limit`). Also
+    /// bounds the listing of a plugin's tools at load.
     pub memory_bytes: usize,
     /// Fuel: roughly one unit per wasm instruction (`fuel_exhausted`).
     pub fuel: u64,
@@ -15,14 +19,25 @@ pub struct Limits {
     pub timeout: Duration,
     /// Upper bound on any deadline, including the one a tool declares.
     pub max_timeout: Duration,
-    /// Largest `content` a tool may return, in bytes (`output_limit`).
+    /// Most a successful call may return, in bytes: content, display and
+    /// metadata text together (`output_limit`).
     pub output_bytes: usize,
     /// Bytes of guest stdout and of stderr kept per call; the rest is dropped
     /// (a flood is cut, not an error).
     pub stdio_bytes: usize,
-    /// What the model reads: output beyond this many bytes is cut to a head
-    /// and a tail at line boundaries (the whole output stays retrievable).
+    /// What the model reads: content, and an error's message, beyond this many
+    /// bytes is cut to a head and a tail at line boundaries (the whole text is
+    /// kept in the output store, retrievable with `read_output`).
     pub clamp_bytes: usize,
+    /// The same cut for the display text (it is meant for a UI, so it may be
+    /// larger).
+    pub display_bytes: usize,
+    /// Largest metadata text parsed and returned; longer metadata is not
+    /// parsed: the caller gets a small stand-in naming where it is kept.
+    pub metadata_bytes: usize,
+    /// Deepest nesting of arrays and objects in metadata returned as JSON;
+    /// deeper metadata is replaced by the same stand-in, unparsed.
+    pub metadata_depth: usize,
     /// Files and directory listings a guest may hold open at once; past it an open
     /// fails (`insufficient-memory` in WASI) and the call's error says why. Lowered
     /// when the process's descriptor limit can't give every call slot this many.
@@ -39,6 +54,9 @@ impl Default for Limits {
             output_bytes: 16 << 20,
             stdio_bytes: 64 << 10,
             clamp_bytes: 30_000,
+            display_bytes: 256 << 10,
+            metadata_bytes: 64 << 10,
+            metadata_depth: 32,
             open_handles: crate::wasi_fs::DEFAULT_OPEN_HANDLES,
         }
     }
@@ -54,6 +72,39 @@ impl Limits {
     }
 }
 
+/// Whether the JSON text `text` nests arrays and objects deeper than `max`.
+/// One pass over the bytes, no allocation, stopping at the first level past
+/// `max`: run before a parser builds anything from text it has not seen. Text
+/// that is not JSON is scanned all the same (the parser then refuses it).
+pub(crate) fn json_nesting_exceeds(text: &str, max: usize) -> bool {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in text.as_bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,5 +115,21 @@ mod tests {
         assert_eq!(limits.deadline_for(None), Duration::from_secs(30));
         assert_eq!(limits.deadline_for(Some(1500)), Duration::from_millis(1500));
         assert_eq!(limits.deadline_for(Some(u32::MAX)), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn nesting_is_counted_outside_strings_only() {
+        assert!(!json_nesting_exceeds(r#"{"a": [1, {"b": 2}]}"#, 3));
+        assert!(json_nesting_exceeds(r#"{"a": [1, {"b": [2]}]}"#, 3));
+        // Brackets and escaped quotes inside strings are text.
+        assert!(!json_nesting_exceeds(r#"{"a": "[[[[{{{{\"[[[["}"#, 1));
+        assert!(json_nesting_exceeds(r#"{"a": "\\", "b": [[]]}"#, 2));
+        // Siblings do not add up; closing brings the depth back down.
+        assert!(!json_nesting_exceeds("[[],[],[],{},[[]]]", 3));
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(json_nesting_exceeds(&deep, 64));
+        assert!(!json_nesting_exceeds(&format!("{}{}", "[".repeat(64), "]".repeat(64)), 64));
+        assert!(!json_nesting_exceeds("", 0));
+        assert!(json_nesting_exceeds("{", 0));
     }
 }

@@ -1,12 +1,17 @@
-//! Output budgets: the head + tail clamp of what the model reads, and the
-//! store that keeps every full output by call id.
+//! Output budgets: every part of a call's result (content, error message,
+//! display, metadata) is bounded before it reaches the caller, and its full
+//! text is kept by call id in a byte-budgeted store.
 //!
-//! The store put happens before the clamp, so a cut never loses anything: the
-//! omitted middle can be read back by call id.
+//! Order for each part: redact (the executor) → keep the full text in the
+//! [`OutputStore`] → cut what the caller sees, head + tail, with a marker naming
+//! `read_output`, the call id and the part. Metadata too large or too deep to
+//! parse is kept as text and replaced by a small stand-in ([`parts`]).
 
-use std::sync::{Arc, Mutex};
+mod parts;
+mod store;
 
-use lru::LruCache;
+pub(crate) use parts::{Metadata, Parts, bound_error};
+pub use store::OutputStore;
 
 use crate::native::READ_OUTPUT;
 
@@ -23,10 +28,52 @@ pub struct Omitted {
     pub bytes: usize,
 }
 
-/// Cut `text` to at most about `max_bytes`: a head and a tail, both ending
-/// and starting at line boundaries, with a marker naming what was left out
-/// and the call id the full text is kept under.
+/// A part of a call's result, as kept in the store and named to `read_output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Part {
+    /// What the model reads.
+    #[default]
+    Content,
+    /// The message of a failed call.
+    Error,
+    /// The text for a UI.
+    Display,
+    /// The structured facts, as the tool's JSON text.
+    Metadata,
+}
+
+impl Part {
+    /// Every part, in the order `read_output`'s schema lists them.
+    pub const ALL: [Part; 4] = [Part::Content, Part::Error, Part::Display, Part::Metadata];
+
+    /// The name `read_output` takes (`content`, `error`, `display`, `metadata`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Part::Content => "content",
+            Part::Error => "error",
+            Part::Display => "display",
+            Part::Metadata => "metadata",
+        }
+    }
+}
+
+/// Cut the content `text` to at most about `max_bytes`: a head and a tail,
+/// both ending and starting at line boundaries, with a marker naming what was
+/// left out and the call id the full text is kept under.
 pub fn clamp(text: &str, max_bytes: usize, call_id: &str) -> (String, Option<Omitted>) {
+    clamp_part(text, max_bytes, call_id, Part::Content, true)
+}
+
+/// [`clamp`] for any part: the marker names the part unless it is the content,
+/// and says so when the full text was too large to keep (`kept` false).
+pub fn clamp_part(
+    text: &str,
+    max_bytes: usize,
+    call_id: &str,
+    part: Part,
+    kept: bool,
+) -> (String, Option<Omitted>) {
     if text.len() <= max_bytes {
         return (text.to_string(), None);
     }
@@ -46,11 +93,26 @@ pub fn clamp(text: &str, max_bytes: usize, call_id: &str) -> (String, Option<Omi
     let middle = &text[head_end..tail_start];
     let omitted = Omitted { lines: middle.matches('\n').count(), bytes: middle.len() };
     let first_omitted = text[..head_end].matches('\n').count() + 1;
-    let marker = format!(
-        "\n[... {} lines ({} bytes) omitted from the middle. To see them, call {READ_OUTPUT} with \
-         {{\"call_id\": \"{call_id}\", \"offset\": {first_omitted}}} or with a \"pattern\" ...]\n",
-        omitted.lines, omitted.bytes
-    );
+    let part_arg = match part {
+        Part::Content => String::new(),
+        other => format!("\"part\": \"{}\", ", other.as_str()),
+    };
+    let marker = if kept {
+        format!(
+            "\n[... {} lines ({} bytes) omitted from the middle. To see them, call {READ_OUTPUT} with \
+             {{\"call_id\": \"{call_id}\", {part_arg}\"offset\": {first_omitted}}} or with a \"pattern\" ...]\n",
+            omitted.lines, omitted.bytes
+        )
+    } else {
+        format!(
+            "\n[... {} lines ({} bytes) omitted from the middle. The whole {} ({} bytes) was too large for \
+             the output store and was not kept ...]\n",
+            omitted.lines,
+            omitted.bytes,
+            part.as_str(),
+            text.len()
+        )
+    };
     let mut out = String::with_capacity(head_end + marker.len() + text.len() - tail_start);
     out.push_str(&text[..head_end]);
     out.push_str(&marker);
@@ -70,55 +132,6 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
         i += 1;
     }
     i
-}
-
-/// Full outputs by call id, least recently used dropped first once the total
-/// passes a byte budget. A miss is normal (evicted or never stored).
-pub struct OutputStore {
-    inner: Mutex<Inner>,
-    max_bytes: usize,
-}
-
-struct Inner {
-    entries: LruCache<String, Arc<str>>,
-    bytes: usize,
-}
-
-impl OutputStore {
-    /// A store holding at most `max_bytes` of output in total.
-    pub fn new(max_bytes: usize) -> Self {
-        Self { inner: Mutex::new(Inner { entries: LruCache::unbounded(), bytes: 0 }), max_bytes }
-    }
-
-    /// Keep `output` under `call_id` (replacing an earlier one). An output
-    /// larger than the whole budget is not kept.
-    pub fn put(&self, call_id: &str, output: Arc<str>) {
-        if output.len() > self.max_bytes {
-            return;
-        }
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.bytes += output.len();
-        if let Some(old) = inner.entries.put(call_id.to_string(), output) {
-            inner.bytes -= old.len();
-        }
-        while inner.bytes > self.max_bytes {
-            match inner.entries.pop_lru() {
-                Some((_, old)) => inner.bytes -= old.len(),
-                None => break,
-            }
-        }
-    }
-
-    /// The full output of `call_id`, if still kept.
-    pub fn get(&self, call_id: &str) -> Option<Arc<str>> {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.entries.get(call_id).cloned()
-    }
-
-    /// Bytes currently kept.
-    pub fn bytes(&self) -> usize {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).bytes
-    }
 }
 
 #[cfg(test)]
@@ -156,16 +169,16 @@ mod tests {
     }
 
     #[test]
-    fn store_evicts_least_recently_used_by_bytes() {
-        let store = OutputStore::new(10);
-        store.put("a", "aaaa".into());
-        store.put("b", "bbbb".into());
-        assert!(store.get("a").is_some()); // a is now the most recent
-        store.put("c", "cccc".into());
-        assert!(store.get("b").is_none());
-        assert_eq!(store.get("a").as_deref(), Some("aaaa"));
-        assert_eq!(store.bytes(), 8);
-        store.put("huge", "x".repeat(11).into());
-        assert!(store.get("huge").is_none());
+    fn a_part_marker_names_the_part_or_says_it_was_not_kept() {
+        let text: String = (0..1000).map(|i| format!("e{i}\n")).collect();
+        let (out, _) = clamp_part(&text, 500, "c9", Part::Error, true);
+        assert!(
+            out.contains(r#"call read_output with {"call_id": "c9", "part": "error", "offset": "#),
+            "{out}"
+        );
+        let (out, _) = clamp_part(&text, 500, "c9", Part::Display, false);
+        assert!(out.contains("The whole display (4890 bytes) was too large for the output store"), "{out}");
+        assert!(!out.contains("read_output"), "{out}");
+        assert!(out.len() < 700);
     }
 }

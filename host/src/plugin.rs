@@ -20,7 +20,7 @@ use crate::grants::{FsAccess, PluginGrants, Sockets};
 use crate::limits::Limits;
 use crate::pipe::CappedPipe;
 use crate::policy::Redactor;
-use crate::sandbox::{CallState, FsGrant};
+use crate::sandbox::{CallState, FsGrant, classify_trap};
 use crate::spec::ToolSpec;
 
 /// Import prefixes a plugin may have. Anything else is refused at load,
@@ -101,7 +101,7 @@ impl Plugin {
         })?;
 
         let name: Arc<str> = name.into();
-        let tools = list_tools(engine.wasmtime(), &pre, &name).await?;
+        let tools = list_tools(engine.wasmtime(), &pre, &name, grants).await?;
         Ok(Self {
             name,
             sha256,
@@ -294,40 +294,46 @@ pub fn check_imports(imports: &[String], grants: &PluginGrants) -> Result<(), Lo
     Ok(())
 }
 
-/// Instantiate once, with default limits and no filesystem, to ask the
-/// component for its tools; validate each spec.
+/// Instantiate once to ask the component for its tools, under the plugin's own
+/// limits (memory cap, fuel, deadline) with its granted env and no filesystem;
+/// then check the list against the bounds of [`crate::spec`] before converting it.
+/// A trap, a loop or a refused allocation while listing is a clean load error.
 async fn list_tools(
     engine: &wasmtime::Engine,
     pre: &PluginPre<CallState>,
     name: &Arc<str>,
+    grants: &PluginGrants,
 ) -> Result<Vec<ToolSpec>, LoadError> {
-    let limits = Limits::default();
+    let limits = &grants.limits;
+    let stderr = CappedPipe::new(limits.stdio_bytes);
     let state = CallState::new(
         name.clone(),
         "load",
         &FsGrant::default(),
-        &[],
-        &limits,
+        &grants.env,
+        limits,
         CappedPipe::new(limits.stdio_bytes),
-        CappedPipe::new(limits.stdio_bytes),
+        stderr.clone(),
     )
     .map_err(|e| LoadError::BadPlugin(e.to_string()))?;
     let mut store = Store::new(engine, state);
-    let bad = |e: wasmtime::Error| LoadError::BadPlugin(format!("{name}: listing its tools failed: {e:#}"));
-    store.set_fuel(limits.fuel).map_err(bad)?;
+    store.limiter(|state| state.memory_limiter());
+    let failed = |why: String| LoadError::BadPlugin(format!("{name}: listing its tools failed: {why}"));
+    store.set_fuel(limits.fuel).map_err(|e| failed(format!("{e:#}")))?;
     store.set_epoch_deadline(1);
     store.epoch_deadline_async_yield_and_update(1);
     let listing = async {
         let instance = pre.instantiate_async(&mut store).await?;
         instance.toolhost_plugin_tools().call_list_tools(&mut store).await
     };
-    let raw = tokio::time::timeout(limits.timeout, listing)
-        .await
-        .map_err(|_| {
-            LoadError::BadPlugin(format!("{name}: listing its tools took longer than {:?}", limits.timeout))
-        })?
-        .map_err(bad)?;
-    raw.into_iter().map(ToolSpec::from_wit).collect()
+    let deadline = limits.timeout.min(limits.max_timeout);
+    let raw = match tokio::time::timeout(deadline, listing).await {
+        Err(_) => return Err(failed(format!("timeout: it took longer than {} ms", deadline.as_millis()))),
+        Ok(Err(trap)) => return Err(failed(classify_trap(&trap, store.data(), limits, &stderr).to_string())),
+        Ok(Ok(raw)) => raw,
+    };
+    drop(store);
+    crate::spec::from_listing(name, raw)
 }
 
 /// What a component asks for, read from its imports.

@@ -193,6 +193,11 @@ impl CallState {
         Some((self.net.as_ref()?, self.deadline?))
     }
 
+    /// The memory cap of this store, to install with [`Store::limiter`].
+    pub(crate) fn memory_limiter(&mut self) -> &mut dyn ResourceLimiter {
+        &mut self.limiter
+    }
+
     /// The plugin's display name.
     pub(crate) fn plugin_name(&self) -> &str {
         &self.plugin
@@ -328,7 +333,7 @@ pub async fn run(plugin: &Plugin, call: CallSpec<'_>) -> Result<types::ToolOutpu
 }
 
 /// Turn a trap into the code that names the limit (or the fault) behind it.
-fn classify_trap(
+pub(crate) fn classify_trap(
     err: &wasmtime::Error,
     state: &CallState,
     limits: &Limits,

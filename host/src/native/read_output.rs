@@ -1,5 +1,9 @@
-//! `read_output`: reads back the full output of an earlier call from the output
-//! store.
+//! `read_output`: reads back the full text of a part of an earlier call's result
+//! from the output store.
+//!
+//! A reply is bounded too: it stops at a byte budget just under the host's
+//! clamp (so it is never cut itself), and a line too long for it is shown in
+//! pieces, each naming the `offset` and `column` the next one starts at.
 
 use std::fmt::Write as _;
 
@@ -10,21 +14,33 @@ use serde_json::{Value, json};
 use super::{NativeCall, NativeOutput, NativeTool};
 use crate::error::{CallError, codes};
 use crate::host::Host;
+use crate::output::Part;
 use crate::spec::ToolSpec;
 
 /// Name of the tool that reads back stored outputs.
 pub const READ_OUTPUT: &str = "read_output";
 
+/// Bytes of the clamp budget left for the notes after the lines.
+const NOTE_ROOM: usize = 512;
+/// Smallest reply budget, whatever the clamp.
+const MIN_BUDGET: usize = 1024;
+/// Bytes of a call id shown in a miss (ids are short; a long one is the caller's).
+const SHOWN_ID: usize = 128;
+
 /// `read_output`: a window of lines, or the lines matching a regex, of the
-/// full output of an earlier call.
+/// full text of a part of an earlier call's result.
 pub(crate) struct ReadOutput;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Args {
     call_id: String,
+    #[serde(default)]
+    part: Part,
     #[serde(default = "one")]
     offset: usize,
+    #[serde(default)]
+    column: usize,
     #[serde(default = "default_limit")]
     limit: usize,
     pattern: Option<String>,
@@ -40,19 +56,25 @@ fn default_limit() -> usize {
 
 impl NativeTool for ReadOutput {
     fn spec(&self) -> ToolSpec {
+        let parts: Vec<&str> = Part::ALL.iter().map(|p| p.as_str()).collect();
         ToolSpec {
             name: READ_OUTPUT.into(),
-            description: "Read the full output of an earlier tool call whose output was cut in the middle \
-                (its marker names the call id). Give `call_id`, then either a window of lines (`offset`, \
-                1-based, and `limit`, default 200) or a regular expression `pattern` to list the matching \
-                lines with their line numbers (at most `limit`). Use it instead of re-running a command to \
-                see what was cut. Outputs are kept in memory for a while; an evicted one says so."
+            description: "Read the full text of an earlier tool call's result that was cut in the middle \
+                (its marker names the call id, and the part when it is not the output itself). Give \
+                `call_id`, then either a window of lines (`offset`, 1-based, and `limit`, default 200) or a \
+                regular expression `pattern` to list the matching lines with their line numbers (at most \
+                `limit`). A reply holds about as much as one clamped output; a line too long for it is shown \
+                in pieces, and the note at the end says which `offset` and `column` to continue with. Use it \
+                instead of re-running a command to see what was cut. Texts are kept in memory for a while; \
+                an evicted one says so."
                 .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
                     "call_id": {"type": "string", "description": "The call id named in the cut output's marker."},
+                    "part": {"type": "string", "enum": parts, "description": "Which part of the result: content (default), error, display or metadata."},
                     "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)."},
+                    "column": {"type": "integer", "minimum": 0, "description": "Byte of the first line to start at (0-based), to continue a long line."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Most lines to show (default 200)."},
                     "pattern": {"type": "string", "description": "Regular expression: show only matching lines (Rust regex syntax)."}
                 },
@@ -76,65 +98,136 @@ impl NativeTool for ReadOutput {
 }
 
 fn read(host: &Host, args: Value) -> Result<NativeOutput, CallError> {
-    {
-        let args: Args = super::parse_args(args)?;
-        let Some(full) = host.outputs().get(&args.call_id) else {
-            return Err(CallError::new(
-                codes::OUTPUT_NOT_FOUND,
-                format!(
-                    "no stored output for call id {}: it was evicted to bound memory, or no such call \
-                     ran in this session; re-run the tool if you still need it",
-                    args.call_id
-                ),
-            ));
-        };
-        let total = full.lines().count();
-        let mut out = String::new();
-        let metadata;
-        if let Some(pattern) = &args.pattern {
-            let re = regex::Regex::new(pattern)
-                .map_err(|e| CallError::new(codes::INVALID_ARGS, format!("pattern: {e}")))?;
-            let mut matched = 0;
-            for (i, line) in full.lines().enumerate().skip(args.offset - 1) {
-                if re.is_match(line) {
-                    matched += 1;
-                    if matched <= args.limit {
-                        let _ = writeln!(out, "{:>6}\t{line}", i + 1);
-                    }
-                }
-            }
-            if matched == 0 {
-                let _ = writeln!(out, "[no line of the {total} lines matches {pattern}]");
-            } else if matched > args.limit {
-                let _ = writeln!(
-                    out,
-                    "[{} more matching lines not shown; raise limit or narrow the pattern]",
-                    matched - args.limit
-                );
-            }
-            metadata = json!({"call_id": args.call_id, "total_lines": total, "matches": matched});
-        } else {
-            if args.offset > total.max(1) {
-                return Err(CallError::new(
-                    codes::INVALID_ARGS,
-                    format!("offset {} is past the end: the output has {total} lines", args.offset),
-                ));
-            }
-            let mut last = args.offset.saturating_sub(1);
-            for (i, line) in full.lines().enumerate().skip(args.offset - 1).take(args.limit) {
-                let _ = writeln!(out, "{:>6}\t{line}", i + 1);
-                last = i + 1;
-            }
-            if last < total {
-                let _ = writeln!(
-                    out,
-                    "[lines {}-{last} of {total}; use offset={} to continue]",
-                    args.offset,
-                    last + 1
-                );
-            }
-            metadata = json!({"call_id": args.call_id, "total_lines": total, "first_line": args.offset, "last_line": last});
-        }
-        Ok(NativeOutput { content: out, metadata: Some(metadata) })
+    let args: Args = super::parse_args(args)?;
+    let Some(full) = host.outputs().get_part(&args.call_id, args.part) else {
+        return Err(miss(&args.call_id, args.part));
+    };
+    let budget = host.limits().clamp_bytes.saturating_sub(NOTE_ROOM).max(MIN_BUDGET);
+    let (content, mut metadata) = match &args.pattern {
+        Some(pattern) => matches(&full, &args, pattern, budget)?,
+        None => window(&full, &args, budget)?,
+    };
+    metadata["call_id"] = json!(args.call_id);
+    metadata["part"] = json!(args.part.as_str());
+    Ok(NativeOutput { content, metadata: Some(metadata) })
+}
+
+fn miss(call_id: &str, part: Part) -> CallError {
+    let id = if call_id.len() <= SHOWN_ID {
+        call_id.to_string()
+    } else {
+        format!("{}… ({} bytes)", &call_id[..floor_char_boundary(call_id, SHOWN_ID)], call_id.len())
+    };
+    let message = match part {
+        Part::Content => format!(
+            "no stored output for call id {id}: it was evicted to bound memory, or no such call ran in this \
+             session; re-run the tool if you still need it"
+        ),
+        other => format!(
+            "no stored {} text for call id {id}: a part other than the output is kept only when the result \
+             cut it (its marker names {READ_OUTPUT}), and it may have been evicted to bound memory; re-run \
+             the tool if you still need it",
+            other.as_str()
+        ),
+    };
+    CallError::new(codes::OUTPUT_NOT_FOUND, message)
+}
+
+/// Lines `offset`.. (from byte `column` of the first) until `limit` lines or
+/// `budget` bytes; a first line longer than the budget is shown in part.
+fn window(full: &str, args: &Args, budget: usize) -> Result<(String, Value), CallError> {
+    let total = full.lines().count();
+    if args.offset > total.max(1) {
+        return Err(CallError::new(
+            codes::INVALID_ARGS,
+            format!("offset {} is past the end: the output has {total} lines", args.offset),
+        ));
     }
+    let mut out = String::new();
+    let mut last = args.offset - 1;
+    let mut cut = None;
+    for (i, line) in full.lines().enumerate().skip(args.offset - 1).take(args.limit) {
+        let n = i + 1;
+        let start = if n == args.offset { floor_char_boundary(line, args.column.min(line.len())) } else { 0 };
+        let rest = &line[start..];
+        let room = budget.saturating_sub(out.len() + 8);
+        if rest.len() > room {
+            if out.is_empty() {
+                let end = floor_char_boundary(rest, room);
+                let _ = writeln!(out, "{n:>6}\t{}", &rest[..end]);
+                cut = Some((n, start + end, rest.len() - end));
+            }
+            break;
+        }
+        let _ = writeln!(out, "{n:>6}\t{rest}");
+        last = n;
+    }
+    let mut metadata = json!({"total_lines": total, "first_line": args.offset, "last_line": last});
+    if let Some((line, column, left)) = cut {
+        let _ = writeln!(
+            out,
+            "[line {line} continues: {left} more bytes; use offset={line}, column={column} to continue]"
+        );
+        metadata["next"] = json!({"offset": line, "column": column});
+    } else if last < total {
+        let _ =
+            writeln!(out, "[lines {}-{last} of {total}; use offset={} to continue]", args.offset, last + 1);
+        metadata["next"] = json!({"offset": last + 1, "column": 0});
+    }
+    Ok((out, metadata))
+}
+
+/// The lines from `offset` on matching `pattern`, at most `limit` of them and
+/// `budget` bytes; a first match longer than the budget is shown in part.
+fn matches(full: &str, args: &Args, pattern: &str, budget: usize) -> Result<(String, Value), CallError> {
+    let re = regex::Regex::new(pattern)
+        .map_err(|e| CallError::new(codes::INVALID_ARGS, format!("pattern: {e}")))?;
+    let total = full.lines().count();
+    let (mut out, mut matched, mut shown, mut full_reply) = (String::new(), 0usize, 0usize, false);
+    for (i, line) in full.lines().enumerate().skip(args.offset.saturating_sub(1)) {
+        if !re.is_match(line) {
+            continue;
+        }
+        matched += 1;
+        if shown >= args.limit || full_reply {
+            continue;
+        }
+        let room = budget.saturating_sub(out.len() + 8);
+        if line.len() > room {
+            full_reply = true;
+            if shown == 0 {
+                let end = floor_char_boundary(line, room);
+                let _ = writeln!(out, "{:>6}\t{}", i + 1, &line[..end]);
+                let _ = writeln!(
+                    out,
+                    "[line {} continues: {} more bytes; read it with offset={}, column={end} and no pattern]",
+                    i + 1,
+                    line.len() - end,
+                    i + 1
+                );
+                shown = 1;
+            }
+            continue;
+        }
+        let _ = writeln!(out, "{:>6}\t{line}", i + 1);
+        shown += 1;
+    }
+    if matched == 0 {
+        let _ = writeln!(out, "[no line of the {total} lines matches {pattern}]");
+    } else if matched > shown {
+        let why = if full_reply {
+            "the reply is full; narrow the pattern or start later with offset"
+        } else {
+            "raise limit or narrow the pattern"
+        };
+        let _ = writeln!(out, "[{} more matching lines not shown; {why}]", matched - shown);
+    }
+    Ok((out, json!({"total_lines": total, "matches": matched})))
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }

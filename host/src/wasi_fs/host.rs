@@ -131,7 +131,9 @@ impl GuardedFs<'_> {
         }
         let dir = self.dir(fd).ok()?;
         let target = resolve::resolve(&dir.file, path, follow).ok()?;
-        let real = target.lossy_original()?;
+        // Either the final name is the lossy one, or an earlier component was and the
+        // resolved parent already stands for it.
+        let real = target.lossy_original().or_else(|| target.name.clone())?;
         let file = target.open_read(&real)?;
         let is_dir = file.metadata().ok()?.is_dir();
         // Beneath a protected path or not, a descriptor opened this way only reads.

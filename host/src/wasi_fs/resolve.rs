@@ -59,26 +59,12 @@ impl Target {
     /// and is not there, the one entry of the parent whose name is not UTF-8 and
     /// shows as this name.
     pub(super) fn lossy_original(&self) -> Option<OsString> {
-        let name = self.name.as_ref()?.to_str()?;
-        if !name.contains('\u{fffd}') {
-            return None;
-        }
+        let name = self.name.as_ref()?;
         let dir = CapDir::from_std_file(self.parent.try_clone().ok()?);
         if dir.symlink_metadata(name).is_ok() {
             return None;
         }
-        let mut found = None;
-        for entry in dir.entries().ok()?.flatten() {
-            let real = entry.file_name();
-            if real.to_str().is_none() && real.to_string_lossy() == name {
-                if found.is_some() {
-                    // Two names show the same: neither is meant.
-                    return None;
-                }
-                found = Some(real);
-            }
-        }
-        found
+        lossy_entry(&dir, name)
     }
 
     /// Open the entry `real` of the parent for reading (a regular file or a
@@ -114,7 +100,7 @@ fn resolve_in(root: &CapDir, path: &Path, follow: bool, hops: u32) -> Result<Tar
     let parent = if parent_rel.as_os_str().is_empty() {
         root.try_clone().map_err(io)?
     } else {
-        root.open_dir(&parent_rel).map_err(io)?
+        open_dir(root, &parent_rel)?
     };
     if follow
         && let Some(name) = &name
@@ -133,6 +119,50 @@ fn resolve_in(root: &CapDir, path: &Path, follow: bool, hops: u32) -> Result<Tar
         return resolve_in(root, &parent_rel.join(link), true, hops + 1);
     }
     Ok(Target { parent: parent.into_std_file(), name })
+}
+
+/// Open the directory `rel` beneath `root`; a component that holds U+FFFD and is
+/// not there is taken as the lossily listed name of the one entry it stands for.
+fn open_dir(root: &CapDir, rel: &Path) -> Result<CapDir, ErrorCode> {
+    match root.open_dir(rel) {
+        Ok(dir) => return Ok(dir),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound || !rel.to_string_lossy().contains('\u{fffd}') => {
+            return Err(io(e));
+        }
+        Err(_) => {}
+    }
+    let mut dir = root.try_clone().map_err(io)?;
+    for component in rel.components() {
+        let next = match dir.open_dir(component) {
+            Ok(next) => next,
+            Err(e) => match lossy_entry(&dir, component.as_os_str()) {
+                Some(real) => dir.open_dir(real).map_err(io)?,
+                None => return Err(io(e)),
+            },
+        };
+        dir = next;
+    }
+    Ok(dir)
+}
+
+/// The one entry of `dir` whose name is not UTF-8 and shows lossily as `shown`.
+fn lossy_entry(dir: &CapDir, shown: &std::ffi::OsStr) -> Option<OsString> {
+    let shown = shown.to_str()?;
+    if !shown.contains('\u{fffd}') {
+        return None;
+    }
+    let mut found = None;
+    for entry in dir.entries().ok()?.flatten() {
+        let real = entry.file_name();
+        if real.to_str().is_none() && real.to_string_lossy() == shown {
+            if found.is_some() {
+                // Two names show the same: neither is meant.
+                return None;
+            }
+            found = Some(real);
+        }
+    }
+    found
 }
 
 /// `path` as (parent, final name); the name is `None` when the last component is

@@ -131,6 +131,34 @@ fn echo(args: Typed, ctx: &Context) -> Result<Output, ToolError> {
         .with_metadata(json!({"work_dir": ctx.work_dir().ok().map(|p| p.display().to_string())})))
 }
 
+/// About `bytes` of numbered lines starting with `prefix`.
+fn numbered_lines(prefix: &str, bytes: u64) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::with_capacity(bytes as usize + 32);
+    let mut n = 0;
+    while (text.len() as u64) < bytes {
+        let _ = writeln!(text, "{prefix} line {n}");
+        n += 1;
+    }
+    text
+}
+
+fn huge_error(args: Size, _: &Context) -> Result<Output, ToolError> {
+    Err(ToolError::new("huge_error", numbered_lines("error", args.bytes)))
+}
+
+fn huge_display(args: Size, _: &Context) -> Result<Output, ToolError> {
+    Ok(Output::text("the display is large").with_display(numbered_lines("display", args.bytes)))
+}
+
+fn huge_metadata(args: Size, _: &Context) -> Result<Output, ToolError> {
+    Ok(Output::text("the metadata is large").with_metadata(json!({"text": "m".repeat(args.bytes as usize)})))
+}
+
+fn huge_code(args: Size, _: &Context) -> Result<Output, ToolError> {
+    Err(ToolError::new("c".repeat(args.bytes as usize), "the code is large"))
+}
+
 /// Rewrites the policy file in the work dir to widen its own grants: the host must
 /// undo it and fail the call.
 fn tamper(_: Nothing, ctx: &Context) -> Result<Output, ToolError> {
@@ -157,6 +185,13 @@ fn tools() -> Vec<Tool> {
         tool("env", "Shows env vars and args.", env).read_only(),
         tool("echo", "Echoes its typed arguments.", echo).read_only(),
         tool("tamper", "Rewrites the policy file.", tamper),
+        tool("huge_error", "Fails with about `bytes` of numbered lines as the message.", huge_error)
+            .read_only(),
+        tool("huge_display", "Returns about `bytes` of numbered lines as the display.", huge_display)
+            .read_only(),
+        tool("huge_metadata", "Returns metadata holding a string of `bytes` bytes.", huge_metadata)
+            .read_only(),
+        tool("huge_code", "Fails with an error code of `bytes` bytes.", huge_code).read_only(),
     ]
 }
 

@@ -1,0 +1,265 @@
+//! Bounding a call's result part by part: the content and display are kept
+//! whole in the store and cut for the caller; metadata is parsed only when its
+//! text is within [`Limits::metadata_bytes`] and [`Limits::metadata_depth`],
+//! else kept as text and replaced by a stand-in; an error's message is kept and
+//! cut like content, and a code that is not a short word is refused.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Omitted, OutputStore, Part, clamp_part};
+use crate::error::{CallError, codes};
+use crate::limits::{Limits, json_nesting_exceeds};
+use crate::policy::Redactor;
+
+/// Longest error code, in bytes (codes are short `snake_case` words).
+const MAX_CODE_BYTES: usize = 64;
+
+/// The metadata of a result before it is bounded.
+pub(crate) enum Metadata {
+    /// A guest's JSON text, not parsed yet.
+    Text(String),
+    /// A host tool's value (the host built it: small).
+    Value(Value),
+}
+
+/// A successful result before the budgets apply (content and display already
+/// redacted).
+pub(crate) struct Parts {
+    pub(crate) content: String,
+    pub(crate) display: Option<String>,
+    pub(crate) metadata: Option<Metadata>,
+}
+
+/// A successful result within the budgets.
+pub(crate) struct Bounded {
+    pub(crate) output: String,
+    pub(crate) omitted: Option<Omitted>,
+    pub(crate) display: Option<String>,
+    pub(crate) metadata: Option<Value>,
+}
+
+impl Parts {
+    /// Bytes of text the result carries: content, display and metadata text
+    /// (what [`Limits::output_bytes`] bounds).
+    pub(crate) fn size(&self) -> usize {
+        let metadata = match &self.metadata {
+            Some(Metadata::Text(text)) => text.len(),
+            _ => 0,
+        };
+        self.content.len() + self.display.as_ref().map_or(0, String::len) + metadata
+    }
+
+    /// Keep and cut each part for the call `call_id` under `limits`. The
+    /// content is always kept; display and metadata only when the caller does
+    /// not get them whole. Fails only when metadata within the bounds is not
+    /// JSON (`bad_output`); `redactor` redacts the metadata (parsed, or as text
+    /// when it is kept unparsed).
+    pub(crate) fn bound(
+        self,
+        store: &OutputStore,
+        call_id: &str,
+        limits: &Limits,
+        redactor: Option<&Redactor>,
+    ) -> Result<Bounded, CallError> {
+        let metadata = match self.metadata {
+            None => None,
+            Some(Metadata::Value(value)) => Some(value),
+            Some(Metadata::Text(text)) => Some(bound_metadata(store, call_id, text, limits, redactor)?),
+        };
+        let (output, omitted) =
+            keep_and_clamp(store, call_id, Part::Content, self.content, limits.clamp_bytes, true);
+        let display = self
+            .display
+            .map(|text| keep_and_clamp(store, call_id, Part::Display, text, limits.display_bytes, false).0);
+        Ok(Bounded { output, omitted, display, metadata })
+    }
+}
+
+/// `err` bounded for the call `call_id`: a code longer than a short word, or
+/// with spaces or control characters, becomes `bad_output`; a message over
+/// [`Limits::clamp_bytes`] is kept whole as the `error` part and cut. Every
+/// failed result is built through this, so no path returns an unbounded error.
+pub(crate) fn bound_error(
+    store: &OutputStore,
+    call_id: &str,
+    mut err: CallError,
+    limits: &Limits,
+) -> CallError {
+    if err.code.len() > MAX_CODE_BYTES || !err.code.bytes().all(|b| b.is_ascii_graphic()) {
+        let mut end = err.code.len().min(MAX_CODE_BYTES);
+        while !err.code.is_char_boundary(end) {
+            end -= 1;
+        }
+        let why = format!(
+            "the tool failed with an invalid error code ({} bytes, starting {:?}; codes are words of at most \
+             {MAX_CODE_BYTES} bytes)",
+            err.code.len(),
+            &err.code[..end]
+        );
+        err.message = if err.message.is_empty() { why } else { format!("{why}: {}", err.message) };
+        err.code = codes::BAD_OUTPUT.to_string();
+    }
+    if err.message.len() > limits.clamp_bytes {
+        let message = std::mem::take(&mut err.message);
+        err.message = keep_and_clamp(store, call_id, Part::Error, message, limits.clamp_bytes, false).0;
+    }
+    err
+}
+
+/// Keep `text` as `part` of `call_id` (always when `always`, else only when it
+/// is over `max_bytes`), then cut it to `max_bytes` with a marker saying where
+/// the whole is, or that it was too large to keep.
+fn keep_and_clamp(
+    store: &OutputStore,
+    call_id: &str,
+    part: Part,
+    text: String,
+    max_bytes: usize,
+    always: bool,
+) -> (String, Option<Omitted>) {
+    if text.len() <= max_bytes && !always {
+        return (text, None);
+    }
+    if text.len() > store.max_bytes() {
+        return clamp_part(&text, max_bytes, call_id, part, false);
+    }
+    let text: Arc<str> = text.into();
+    let kept = store.put_part(call_id, part, text.clone());
+    clamp_part(&text, max_bytes, call_id, part, kept)
+}
+
+/// The metadata text of `call_id` as JSON, when within the bounds; else kept as
+/// (redacted) text and replaced by a stand-in naming its size, why it was not
+/// parsed, and where it is kept.
+fn bound_metadata(
+    store: &OutputStore,
+    call_id: &str,
+    mut text: String,
+    limits: &Limits,
+    redactor: Option<&Redactor>,
+) -> Result<Value, CallError> {
+    let why = if text.len() > limits.metadata_bytes {
+        format!(
+            "the metadata is {} bytes; at most {} bytes are parsed and returned",
+            text.len(),
+            limits.metadata_bytes
+        )
+    } else if json_nesting_exceeds(&text, limits.metadata_depth) {
+        format!("the metadata nests arrays and objects deeper than {} levels", limits.metadata_depth)
+    } else {
+        let mut value: Value = serde_json::from_str(&text).map_err(|e| {
+            CallError::new(codes::BAD_OUTPUT, format!("the tool's metadata is not JSON: {e}"))
+        })?;
+        if let Some(redactor) = redactor {
+            redactor.redact_json(&mut value);
+        }
+        return Ok(value);
+    };
+    let bytes = text.len();
+    if let Some(redactor) = redactor
+        && let Cow::Owned(redacted) = redactor.redact(&text)
+    {
+        text = redacted;
+    }
+    let kept = text.len() <= store.max_bytes() && store.put_part(call_id, Part::Metadata, text.into());
+    let mut stand_in = json!({"omitted": true, "bytes": bytes, "reason": why, "kept": kept});
+    if kept {
+        stand_in["read_output"] = json!({"call_id": call_id, "part": Part::Metadata.as_str()});
+    }
+    Ok(stand_in)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            clamp_bytes: 100,
+            display_bytes: 200,
+            metadata_bytes: 64,
+            metadata_depth: 3,
+            ..Limits::default()
+        }
+    }
+
+    fn parts(content: &str, display: Option<&str>, metadata: Option<&str>) -> Parts {
+        Parts {
+            content: content.into(),
+            display: display.map(Into::into),
+            metadata: metadata.map(|m| Metadata::Text(m.into())),
+        }
+    }
+
+    #[test]
+    fn small_parts_pass_whole_and_only_the_content_is_kept() {
+        let store = OutputStore::new(1 << 20);
+        let out =
+            parts("hi", Some("shown"), Some(r#"{"a": [1]}"#)).bound(&store, "c", &limits(), None).unwrap();
+        assert_eq!((out.output.as_str(), out.display.as_deref()), ("hi", Some("shown")));
+        assert_eq!(out.metadata, Some(json!({"a": [1]})));
+        assert_eq!(store.get("c").as_deref(), Some("hi"));
+        assert_eq!(store.get_part("c", Part::Display), None);
+        assert_eq!(store.get_part("c", Part::Metadata), None);
+    }
+
+    #[test]
+    fn long_display_and_metadata_are_kept_and_replaced() {
+        let store = OutputStore::new(1 << 20);
+        let display: String = (0..100).map(|i| format!("d{i}\n")).collect();
+        let metadata = format!(r#"{{"k": "{}"}}"#, "v".repeat(100));
+        let redactor = Redactor::new(&[("TOKEN".into(), "vvvvvvvvvv".into())]);
+        let out = parts("x", Some(&display), Some(&metadata))
+            .bound(&store, "c", &limits(), Some(&redactor))
+            .unwrap();
+        let shown = out.display.unwrap();
+        assert!(shown.len() < 400 && shown.contains(r#""part": "display""#), "{shown}");
+        assert_eq!(store.get_part("c", Part::Display).as_deref(), Some(display.as_str()));
+        let stand_in = out.metadata.unwrap();
+        assert_eq!(stand_in["bytes"], metadata.len());
+        assert_eq!(stand_in["read_output"], json!({"call_id": "c", "part": "metadata"}));
+        let kept = store.get_part("c", Part::Metadata).unwrap();
+        assert!(kept.contains("[REDACTED]") && !kept.contains("vvvvvvvvvv"), "{kept}");
+    }
+
+    #[test]
+    fn deep_metadata_is_not_parsed_and_bad_json_is_bad_output() {
+        let store = OutputStore::new(1 << 20);
+        let out = parts("", None, Some("[[[[1]]]]")).bound(&store, "c", &limits(), None).unwrap();
+        let reason = out.metadata.unwrap()["reason"].as_str().unwrap().to_string();
+        assert!(reason.contains("deeper than 3 levels"), "{reason}");
+        let err = parts("", None, Some("{nope")).bound(&store, "d", &limits(), None).err().unwrap();
+        assert_eq!(err.code, codes::BAD_OUTPUT);
+    }
+
+    #[test]
+    fn a_part_too_large_for_the_store_says_so() {
+        let store = OutputStore::new(150);
+        let out =
+            parts("", None, Some(&format!("[{}0]", "0,".repeat(100)))).bound(&store, "c", &limits(), None);
+        assert_eq!(out.unwrap().metadata.unwrap()["kept"], false);
+        let err = bound_error(&store, "c", CallError::new("boom", "e\n".repeat(100)), &limits());
+        assert!(err.message.contains("too large for the output store"), "{}", err.message);
+        assert!(store.get_part("c", Part::Error).is_none());
+    }
+
+    #[test]
+    fn errors_are_kept_and_cut_and_bad_codes_refused() {
+        let store = OutputStore::new(1 << 20);
+        let message = "m\n".repeat(1000);
+        let err = bound_error(&store, "c", CallError::new("boom", message.clone()), &limits());
+        assert_eq!(err.code, "boom");
+        assert!(err.message.len() < 400 && err.message.contains(r#""part": "error""#), "{}", err.message);
+        assert_eq!(store.get_part("c", Part::Error).as_deref(), Some(message.as_str()));
+        let short = bound_error(&store, "d", CallError::new("boom", "short"), &limits());
+        assert_eq!(short, CallError::new("boom", "short"));
+        for code in ["x".repeat(1 << 20), "two words".into(), "nl\n".into()] {
+            let err = bound_error(&store, "e", CallError::new(code, "why"), &Limits::default());
+            assert_eq!(err.code, codes::BAD_OUTPUT);
+            assert!(err.message.contains("invalid error code") && err.message.len() < 250, "{}", err.message);
+        }
+    }
+}
