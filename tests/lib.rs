@@ -51,6 +51,14 @@ pub const HOSTILE_TOOLS: [&str; 19] = [
     "huge_code",
 ];
 
+/// The config dir (`TOOLHOST_CONFIG_DIR`: trust records, private policies) the
+/// `toolhost` binary gets in these tests, one per test process, so they never read
+/// or write the user's own.
+pub fn test_config_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("temp config dir")).path()
+}
+
 /// The directory of the built `toolhost` binary's workspace.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()

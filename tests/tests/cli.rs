@@ -12,7 +12,10 @@ use toolhost_tests::{FS_TOOLS, HOSTILE_TOOLS, HOSTILE_WASM, SOCKETS_WASM, toolho
 /// Run `toolhost ARGS` in `cwd`, with `env` added.
 fn run_in(cwd: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut cmd = Command::new(toolhost_bin());
-    cmd.current_dir(cwd).args(args).env_remove("TOOLHOST_LOG");
+    cmd.current_dir(cwd)
+        .args(args)
+        .env_remove("TOOLHOST_LOG")
+        .env("TOOLHOST_CONFIG_DIR", toolhost_tests::test_config_dir());
     for (key, value) in env {
         cmd.env(key, value);
     }

@@ -1,18 +1,20 @@
 //! The policy from the command line: `toolhost add` writes an entry with the
 //! hash, `list`/`call` load it (and refuse it once the bytes change), a typo in
 //! the file is a usage error naming its line, a call needing approval is denied
-//! without a terminal and asked on one ("always" saved to the file).
+//! without a terminal and asked on one ("always" saved to the user's private
+//! policy, outside the work dir).
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use toolhost_tests::{EXEC_WASM, HOSTILE_WASM, NET_WASM, toolhost_bin};
+use toolhost_tests::{EXEC_WASM, HOSTILE_WASM, NET_WASM, test_config_dir, toolhost_bin};
 
 fn run(cwd: &Path, args: &[&str]) -> Output {
     Command::new(toolhost_bin())
         .current_dir(cwd)
         .args(args)
         .env_remove("TOOLHOST_LOG")
+        .env("TOOLHOST_CONFIG_DIR", test_config_dir())
         .stdin(Stdio::null())
         .output()
         .expect("running toolhost")
@@ -188,6 +190,7 @@ fn on_terminal(cwd: &Path, args: &[&str], answer: &str) -> Output {
         .args(["-qec", &command, "/dev/null"])
         .current_dir(cwd)
         .env_remove("TOOLHOST_LOG")
+        .env("TOOLHOST_CONFIG_DIR", test_config_dir())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -213,7 +216,11 @@ fn on_a_terminal_the_user_is_asked_and_always_is_saved() {
     let out = on_terminal(dir.path(), &["call", "write_file", &write("yes.txt"), "--work-dir", work], "a\n");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert!(dir.path().join("yes.txt").exists());
-    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    // Saved to the user's private policy for this work dir, never inside the work dir.
+    assert!(!dir.path().join("toolhost.toml").exists());
+    let private = toolhost::policy::ConfigDir::at(test_config_dir())
+        .private_policy(&dir.path().canonicalize().unwrap());
+    let policy = std::fs::read_to_string(&private).unwrap();
     assert!(policy.contains("allow = [\"write_file(path=yes.txt)\"]"), "{policy}");
     // The saved rule answers next time, without a terminal.
     let out = run(dir.path(), &["call", "write_file", &write("yes.txt"), "--work-dir", work, "--json"]);
