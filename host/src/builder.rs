@@ -20,6 +20,9 @@ use crate::plugin::Plugin;
 use crate::policy::{Approver, Mode, POLICY_FILE, Policy};
 use crate::registry::Registry;
 
+/// Largest component file read.
+pub(crate) const MAX_COMPONENT_BYTES: u64 = 512 << 20;
+
 /// Default byte budget of the output store.
 pub(crate) const DEFAULT_OUTPUT_STORE_BYTES: usize = 64 << 20;
 
@@ -302,7 +305,10 @@ impl HostBuilder {
     /// its bytes and grants.
     fn sources(&self) -> Result<Vec<(String, Vec<u8>, PluginGrants)>, LoadError> {
         let read = |path: &PathBuf| {
-            std::fs::read(path).map_err(|source| LoadError::Read { path: path.display().to_string(), source })
+            let err = |source| LoadError::Read { path: path.display().to_string(), source };
+            crate::hostfs::read_regular_following(path, MAX_COMPONENT_BYTES)
+                .map_err(err)?
+                .ok_or_else(|| err(std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")))
         };
         let env_for = |name: &str| -> Vec<(String, String)> {
             self.env.iter().filter(|(p, _, _)| p == name).map(|(_, k, v)| (k.clone(), v.clone())).collect()

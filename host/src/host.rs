@@ -128,8 +128,10 @@ impl Host {
         path: &Path,
         grants: Option<&PluginGrants>,
     ) -> Result<crate::plugin::Inspection, LoadError> {
-        let bytes = std::fs::read(path)
-            .map_err(|source| LoadError::Read { path: path.display().to_string(), source })?;
+        let err = |source| LoadError::Read { path: path.display().to_string(), source };
+        let bytes = crate::hostfs::read_regular_following(path, crate::builder::MAX_COMPONENT_BYTES)
+            .map_err(err)?
+            .ok_or_else(|| err(std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")))?;
         let name = path.display().to_string();
         let default = PluginGrants::new(GrantSource::AdHoc, Limits::default());
         let grants = grants.unwrap_or(&default);

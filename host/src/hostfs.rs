@@ -22,9 +22,20 @@ use std::path::Path;
 /// nothing is there; an error when it is a symlink, a directory, a FIFO, a device or
 /// a socket, or larger than `max_bytes`.
 pub fn read_regular(path: &Path, max_bytes: u64) -> io::Result<Option<Vec<u8>>> {
+    read_bounded(path, max_bytes, libc::O_NOFOLLOW)
+}
+
+/// [`read_regular`], but following symlinks (for files the user names, such as a
+/// component: pinned by hash, so where the link leads doesn't matter, only that it
+/// is a regular file of bounded size that can't stall the host).
+pub fn read_regular_following(path: &Path, max_bytes: u64) -> io::Result<Option<Vec<u8>>> {
+    read_bounded(path, max_bytes, 0)
+}
+
+fn read_bounded(path: &Path, max_bytes: u64, flags: libc::c_int) -> io::Result<Option<Vec<u8>>> {
     let file = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(flags | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
     {
         Ok(file) => file,

@@ -266,3 +266,15 @@ fn planted_compile_cache_entries_are_never_loaded_or_written_through() {
         }
     }
 }
+
+#[test]
+fn a_component_that_is_a_fifo_or_a_device_does_not_stall_the_start() {
+    let s = Setup::new();
+    let fifo = s.work().join("tool.wasm");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for plugin in [fifo.to_str().unwrap(), "/dev/zero"] {
+        let out = s.run_within(&["list", "--plugin", plugin], Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(2), "{plugin}");
+        assert!(text(&out.stderr).contains("only a regular file is read"), "{}", text(&out.stderr));
+    }
+}
