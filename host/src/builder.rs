@@ -239,6 +239,10 @@ impl HostBuilder {
         if let Some(path) = &conventional {
             permissions.protect_file(path);
         }
+        // Children's roots bind the protected paths read-only.
+        if let Some(protected) = permissions.protected() {
+            exec.set_protected(protected.clone());
+        }
         // Guard the policy file when a plugin's writable preopen could reach it.
         let guarded = policy.path.clone().or(conventional);
         let policy_guard = match (&guarded, &work_dir) {

@@ -205,6 +205,8 @@ impl Host {
             _ = cancel.cancelled() => return Err(CallError::new(codes::CANCELLED, "")),
             slot = self.call_slot() => slot,
         };
+        let exec = self.exec_access(plugin, cancel);
+        let tampering = exec.as_ref().map(crate::exec::ExecAccess::tampering);
         let output = sandbox::run(
             plugin,
             CallSpec {
@@ -216,7 +218,7 @@ impl Host {
                 deadline: limits.deadline_for(spec.timeout_ms),
                 cancel,
                 net: self.net_access(plugin),
-                exec: self.exec_access(plugin, cancel),
+                exec,
             },
         )
         .await;
@@ -225,6 +227,10 @@ impl Host {
             && let Some(guard) = &self.policy_guard
             && let Err(why) = guard.check()
         {
+            return Err(CallError::new(codes::PERMISSION_DENIED, why));
+        }
+        // A child changed a protected path (undone where it could be).
+        if let Some(why) = tampering.and_then(|t| t.take()) {
             return Err(CallError::new(codes::PERMISSION_DENIED, why));
         }
         let output = output?;

@@ -438,6 +438,7 @@ async fn exec() {
             programs: vec!["true".into()],
             shell: false,
             unconfined: false,
+            commit: false,
         })
         .build()
         .await
@@ -457,7 +458,12 @@ async fn exec() {
         .work_dir(dir.path())
         .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
         .mode(toolhost::Mode::Yolo)
-        .builtin_exec(toolhost::exec::ExecGrant { programs: vec![], shell: true, unconfined: true })
+        .builtin_exec(toolhost::exec::ExecGrant {
+            programs: vec![],
+            shell: true,
+            unconfined: true,
+            commit: false,
+        })
         .build()
         .await
         .expect("host builds");

@@ -34,12 +34,17 @@ pub mod cgroup;
 pub mod confine;
 mod grant;
 mod host;
+mod landlock;
+mod mounts;
+mod protect_check;
+mod protect_walk;
 mod runtime;
+mod seccomp;
 pub mod spawn;
 pub mod table;
 
 pub use grant::{ExecGrant, ResolvedGrant};
-pub use runtime::{ExecAccess, ExecRuntime};
+pub use runtime::{ExecAccess, ExecRuntime, Tampering};
 pub use spawn::{Captured, Finished, SpawnError, SpawnRequest};
 pub use table::{ProcessInfo, ProcessState};
 

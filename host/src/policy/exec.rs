@@ -6,7 +6,7 @@
 //! [builtins]
 //! env = ["LANG", "CI", "RUST_*"]        # what env_get shows and children get
 //! reveal = ["DATABASE_URL"]             # secret-looking names env_get shows anyway
-//! exec = { programs = ["git"], shell = true }
+//! exec = { programs = ["git"], shell = true, commit = true }   # commit: children may write .git data
 //!
 //! [exec]
 //! max-children = 4
@@ -53,7 +53,7 @@ impl Default for BuiltinsPolicy {
 /// The builtins' exec grant when the policy says nothing: `git` for the `git` tool
 /// and the shell profile for `terminal` (which asks for approval in `default` mode).
 pub fn default_builtin_exec() -> ExecGrant {
-    ExecGrant { programs: vec!["git".into()], shell: true, unconfined: false }
+    ExecGrant { programs: vec!["git".into()], shell: true, unconfined: false, commit: false }
 }
 
 /// A test profile: the only commands `run_tests` runs. Nothing in it comes from a
@@ -83,6 +83,8 @@ pub(super) struct RawExecGrant {
     shell: bool,
     #[serde(default)]
     unconfined: bool,
+    #[serde(default)]
+    commit: bool,
 }
 
 impl RawExecGrant {
@@ -94,6 +96,7 @@ impl RawExecGrant {
             programs: self.programs.iter().map(|p| p.get_ref().clone()).collect(),
             shell: self.shell,
             unconfined: self.unconfined,
+            commit: self.commit,
         })
     }
 }
