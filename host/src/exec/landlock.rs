@@ -64,11 +64,19 @@ const READ_DEVICES: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random", "/de
 /// sockets above all, has no name for the child).
 const PRIVATE_DIRS: &[&str] = &["/tmp", "/run", "/var/run", "/var/tmp"];
 
+/// Bound into a child's root although the rulesets allow nothing in it: `/proc`,
+/// for what only needs names there (`ld.so` finds `$ORIGIN` by reading the link
+/// `/proc/self/exe`; toolchains' `RUNPATH`s depend on it). Opening anything in it
+/// is refused by Landlock, and Landlock's ptrace scoping refuses the `root`, `cwd`
+/// and `fd` links of every process outside the child's own domain.
+const NAMES_ONLY: &[&str] = &["/proc"];
+
 /// What a child's root holds: the same paths the rulesets allow, around `work_dir`.
 pub(super) fn child_root(work_dir: Option<&Path>, exec_dirs: &[PathBuf], read_dirs: &[PathBuf]) -> Layout {
     let read_only: Vec<PathBuf> = SYSTEM_DIRS
         .iter()
         .chain(READ_ONLY_DIRS)
+        .chain(NAMES_ONLY)
         .map(PathBuf::from)
         .chain(exec_dirs.iter().cloned())
         .chain(read_dirs.iter().cloned())

@@ -6,7 +6,8 @@
 //!
 //! The root is a fresh tmpfs, made read-only once built, holding:
 //! - bind mounts (read-only) of the system dirs, the exec `path` and `read-dirs`, the
-//!   allowed `/etc` entries, and a minimal `/dev` (`null`, `zero`, `full`, `random`,
+//!   allowed `/etc` entries, `/proc` (names only: Landlock refuses opening anything
+//!   there, as before), and a minimal `/dev` (`null`, `zero`, `full`, `random`,
 //!   `urandom`, `tty`: binds of the host's nodes, no others);
 //! - the work dir, bound read-write for a call that may write and read-only
 //!   otherwise, and read-only binds over its protected paths (see `protect_walk`);

@@ -6,7 +6,9 @@
 //! once the child's whole process tree is dead, walks again and compares:
 //!
 //! - an entry that is new is removed (never following a symlink, parents opened one
-//!   by one without following links either) and reported;
+//!   by one without following links either) and reported — only the entry named
+//!   `.git` (or matching a glob, or a guarded name), never the directory a new
+//!   `.git` file or symlink points to, which may be anything;
 //! - a protected symlink that was removed or replaced is put back;
 //! - an entry that moved (same inode, another path) is reported, not undone: its
 //!   contents are intact, and moving it back could clobber what is there now.
@@ -85,13 +87,17 @@ impl Watch {
 /// What changed between `before` and `after`, undoing what can be undone.
 fn compare(work: &Path, before: &Snapshot, after: &Snapshot) -> Vec<String> {
     let id = Found::identity;
-    let by_rel: HashMap<&Path, &Found> = before.found.iter().map(|f| (f.rel.as_path(), f)).collect();
-    let by_id: HashMap<_, &Found> = before.found.iter().map(|f| (id(f), f)).collect();
-    let now_rel: HashMap<&Path, &Found> = after.found.iter().map(|f| (f.rel.as_path(), f)).collect();
-    let now_id: HashMap<_, &Found> = after.found.iter().map(|f| (id(f), f)).collect();
+    // What a link or a `.git` file points to is protected by binds, never judged
+    // here: a child may point one at any directory.
+    let before: Vec<&Found> = before.found.iter().filter(|f| !f.via).collect();
+    let after: Vec<&Found> = after.found.iter().filter(|f| !f.via).collect();
+    let by_rel: HashMap<&Path, &Found> = before.iter().map(|f| (f.rel.as_path(), *f)).collect();
+    let by_id: HashMap<_, &Found> = before.iter().map(|f| (id(f), *f)).collect();
+    let now_rel: HashMap<&Path, &Found> = after.iter().map(|f| (f.rel.as_path(), *f)).collect();
+    let now_id: HashMap<_, &Found> = after.iter().map(|f| (id(f), *f)).collect();
     let mut problems = Vec::new();
     let mut removed: Vec<&Path> = Vec::new();
-    let mut fresh: Vec<&Found> = after.found.iter().collect();
+    let mut fresh = after.clone();
     // Parents first: removing a new `.git` removes what was found beneath it.
     fresh.sort_by_key(|f| f.rel.components().count());
     for f in fresh {
@@ -112,7 +118,7 @@ fn compare(work: &Path, before: &Snapshot, after: &Snapshot) -> Vec<String> {
         });
         removed.push(&f.rel);
     }
-    for b in &before.found {
+    for b in before {
         if now_rel.get(b.rel.as_path()).is_some_and(|f| id(f) == id(b)) || now_id.contains_key(&id(b)) {
             continue;
         }
@@ -214,16 +220,20 @@ mod tests {
         fs::write(work.join("new.pem"), "").unwrap();
         fs::create_dir(work.join("repo/.git/hooks")).unwrap();
         std::os::unix::fs::symlink(outside.path(), work.join(".git")).unwrap();
+        // A .git file pointing at an existing directory: the file goes, the dir stays.
+        fs::create_dir_all(work.join("src/hooks")).unwrap();
+        fs::write(work.join("src/.git"), "gitdir: .\n").unwrap();
         let err = w.check().unwrap_err();
         for named in ["a/b/.git", "toolhost.toml", "new.pem", "repo/.git/hooks", ".git was created"] {
             assert!(err.contains(named), "{named}: {err}");
         }
-        for gone in ["a/b/.git", "toolhost.toml", "new.pem", "repo/.git/hooks", ".git"] {
+        for gone in ["a/b/.git", "toolhost.toml", "new.pem", "repo/.git/hooks", ".git", "src/.git"] {
             assert!(fs::symlink_metadata(work.join(gone)).is_err(), "{gone} is still there");
         }
         // The symlink was removed, not what it pointed to; data stays.
         assert!(outside.path().join("keep").exists());
         assert!(work.join("repo/.git/objects").is_dir() && work.join("sub.git.txt").exists());
+        assert!(work.join("src/hooks").is_dir());
         assert!(watch(&work, true).check().is_ok());
     }
 

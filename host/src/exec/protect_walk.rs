@@ -63,6 +63,10 @@ pub(super) struct Found {
     /// When it was made, where the filesystem says: a freed inode number is soon
     /// reused, so the number alone does not tell a new entry from the old one.
     pub(super) born: Option<std::time::SystemTime>,
+    /// Reached through a `.git` file, `commondir` or a symlink (or beneath such a
+    /// git dir) rather than by its own name: bound over, never removed, since what
+    /// a child points a link at may be any directory.
+    pub(super) via: bool,
 }
 
 impl Found {
@@ -170,7 +174,7 @@ impl Snapshot {
             && !self.contains(&target)
             && let Some(target) = lstat(work, &target, found.role)
         {
-            self.found.push(target);
+            self.found.push(Found { via: true, ..target });
         }
         if !self.contains(&found.rel) {
             self.found.push(found);
@@ -202,20 +206,20 @@ impl Snapshot {
                 && !self.contains(&rel)
                 && let Some(found) = lstat(work, &rel, Role::Git)
             {
-                self.found.push(found);
+                self.found.push(Found { via: true, ..found });
             }
         }
     }
 
     /// The guarded entries directly beneath every git dir found.
     fn add_guarded(&mut self, work: &Path) {
-        let dirs: Vec<PathBuf> = self
+        let dirs: Vec<(PathBuf, bool)> = self
             .found
             .iter()
             .filter(|f| f.role == Role::Git && f.kind == Kind::Dir)
-            .map(|f| f.rel.clone())
+            .map(|f| (f.rel.clone(), f.via))
             .collect();
-        for dir in dirs {
+        for (dir, via) in dirs {
             let Ok(entries) = fs::read_dir(work.join(&dir)) else { continue };
             for entry in entries.flatten() {
                 let name = entry.file_name();
@@ -223,7 +227,7 @@ impl Snapshot {
                     continue;
                 }
                 if let Some(found) = lstat(work, &dir.join(&name), Role::Guarded) {
-                    self.push_with_target(work, found);
+                    self.push_with_target(work, Found { via, ..found });
                 }
             }
         }
@@ -243,7 +247,16 @@ fn lstat(work: &Path, rel: &Path, role: Role) -> Option<Found> {
     };
     let link = (kind == Kind::Symlink).then(|| fs::read_link(&path).ok()).flatten();
     let born = meta.created().ok();
-    Some(Found { rel: rel.to_path_buf(), kind, role, dev: meta.dev(), ino: meta.ino(), link, born })
+    Some(Found {
+        rel: rel.to_path_buf(),
+        kind,
+        role,
+        dev: meta.dev(),
+        ino: meta.ino(),
+        link,
+        born,
+        via: false,
+    })
 }
 
 /// `path` resolved, relative to the work dir, when it stays inside it.

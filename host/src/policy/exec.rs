@@ -212,3 +212,28 @@ impl RawTest {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::policy::Policy;
+    use std::path::Path;
+
+    #[test]
+    fn the_commit_grant_is_parsed_for_the_builtins_and_plugins() {
+        let path = Path::new("/nowhere/toolhost.toml");
+        let sha = "0".repeat(64);
+        let text = format!(
+            "[builtins]\nexec = {{ programs = [\"git\"], commit = true }}\n\n\
+             [plugins.vcs]\nsource = \"vcs.wasm\"\nsha256 = \"{sha}\"\nexec = {{ programs = [\"git\"], commit = true }}\n\n\
+             [plugins.plain]\nsource = \"p.wasm\"\nsha256 = \"{sha}\"\nexec = {{ programs = [\"git\"] }}\n"
+        );
+        let policy = Policy::parse(&text, path).unwrap();
+        assert!(policy.builtins.exec.commit && policy.builtins.exec.programs == ["git"]);
+        let commit = |name: &str| policy.plugins.iter().find(|p| p.name == name).unwrap().exec.commit;
+        assert!(commit("vcs") && !commit("plain"));
+        // Without it nothing may write .git data.
+        assert!(!Policy::parse("", path).unwrap().builtins.exec.commit);
+        let err = Policy::parse("[builtins]\nexec = { commit = \"yes\" }\n", path).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("invalid type"), "{err}");
+    }
+}
