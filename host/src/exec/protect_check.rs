@@ -26,16 +26,19 @@ use std::collections::HashMap;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, MetadataExt as _};
 
-use super::protect_walk::{Found, Kind, Snapshot, shown, walk};
+use super::protect_walk::{Found, Kind, Listing, Snapshot, shown, walk};
 use crate::protect::Protected;
 
 /// Problems named in one error message; the rest are counted.
 const MAX_NAMED: usize = 8;
+
+/// The listing the last walk left, for the next one (one per host).
+pub(super) type ListingCache = Arc<Mutex<Option<Listing>>>;
 
 /// The protected paths of the work dir when a writing child started.
 #[derive(Debug)]
@@ -43,13 +46,21 @@ pub(super) struct Watch {
     protected: Arc<Protected>,
     commit: bool,
     before: Snapshot,
+    listing: Option<Listing>,
+    cache: ListingCache,
 }
 
 impl Watch {
-    /// Walk the work dir of `protected` now.
-    pub(super) fn start(protected: Arc<Protected>, commit: bool) -> Result<Self, String> {
-        let before = walk(protected.work_dir(), &protected, commit)?;
-        Ok(Self { protected, commit, before })
+    /// Walk the work dir of `protected` now, listing only what changed since the
+    /// listing in `cache`.
+    pub(super) fn start(
+        protected: Arc<Protected>,
+        commit: bool,
+        cache: ListingCache,
+    ) -> Result<Self, String> {
+        let previous = cache.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let (before, listing) = walk(protected.work_dir(), &protected, commit, previous)?;
+        Ok(Self { protected, commit, before, listing: Some(listing), cache })
     }
 
     /// What the child's root binds over.
@@ -57,17 +68,18 @@ impl Watch {
         self.before.binds(self.protected.work_dir(), self.commit)
     }
 
-    /// Directories the walk listed.
-    pub(super) fn dirs(&self) -> usize {
-        self.before.dirs
+    /// Directories the walk visited, and how many of them it listed.
+    pub(super) fn dirs(&self) -> (usize, usize) {
+        (self.before.dirs, self.before.listed)
     }
 
     /// Compare with the work dir now (the child's tree is dead), undo what can be
     /// undone, and say what was changed.
-    pub(super) fn check(self) -> Result<(), String> {
+    pub(super) fn check(mut self) -> Result<(), String> {
         let work = self.protected.work_dir();
-        let after = walk(work, &self.protected, self.commit)
+        let (after, listing) = walk(work, &self.protected, self.commit, self.listing.take())
             .map_err(|e| format!("the work dir could not be checked for changed protected paths: {e}"))?;
+        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = Some(listing);
         let problems = compare(work, &self.before, &after);
         if problems.is_empty() {
             return Ok(());
@@ -202,7 +214,7 @@ mod tests {
     fn watch(work: &Path, commit: bool) -> Watch {
         let mut protected = Protected::new(work).with_globs(&["*.pem".into()]).unwrap();
         protected.add(&work.join("toolhost.toml"));
-        Watch::start(Arc::new(protected), commit).unwrap()
+        Watch::start(Arc::new(protected), commit, ListingCache::default()).unwrap()
     }
 
     #[test]
@@ -213,7 +225,7 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         fs::write(outside.path().join("keep"), "x").unwrap();
         let w = watch(&work, true);
-        assert!(w.dirs() >= 2);
+        assert!(w.dirs().0 >= 2);
         fs::create_dir_all(work.join("a/b/.git/hooks")).unwrap();
         fs::write(work.join("sub.git.txt"), "").unwrap();
         fs::write(work.join("toolhost.toml"), "").unwrap();

@@ -14,7 +14,7 @@ use super::confine::{ChildSetup, IdMaps, is_root, last_capability};
 use super::grant::ResolvedGrant;
 use super::landlock::{Confiner, child_root};
 use super::mounts::{Layout, ProtectBind};
-use super::protect_check::Watch;
+use super::protect_check::{ListingCache, Watch};
 use super::spawn::{self, Finished, SpawnError, SpawnRequest};
 use super::table::{ProcessInfo, ProcessTable};
 use super::{ChildLimits, ExecSettings};
@@ -70,6 +70,8 @@ pub struct ExecRuntime {
     table: ProcessTable,
     /// What no child may change (default: `.git` at any depth of the work dir).
     protected: OnceLock<Arc<Protected>>,
+    /// The work dir as the last walk for protected paths listed it.
+    listing: ListingCache,
 }
 
 impl std::fmt::Debug for ExecRuntime {
@@ -145,6 +147,7 @@ impl ExecRuntime {
             slots,
             table: ProcessTable::default(),
             protected: OnceLock::new(),
+            listing: ListingCache::default(),
         }
     }
 
@@ -222,14 +225,15 @@ impl ExecRuntime {
         // the protected paths bound read-only, and what it creates is undone.
         let watch = match self.protected().filter(|_| req.writable) {
             Some(protected) => {
-                let commit = req.commit;
-                let started = tokio::task::spawn_blocking(move || Watch::start(protected, commit))
+                let (commit, cache) = (req.commit, self.listing.clone());
+                let started = tokio::task::spawn_blocking(move || Watch::start(protected, commit, cache))
                     .await
                     .map_err(|e| SpawnError::Failed(format!("searching the work dir: {e}")))?;
                 let watch = started.map_err(|e| {
                     SpawnError::Failed(format!("could not search the work dir for protected paths: {e}"))
                 })?;
-                tracing::debug!(dirs = watch.dirs(), binds = watch.binds().len(), "protected paths found");
+                let (dirs, listed) = watch.dirs();
+                tracing::debug!(dirs, listed, binds = watch.binds().len(), "protected paths found");
                 Some(watch)
             }
             None => None,
