@@ -245,6 +245,17 @@ async fn descriptors_the_embedding_process_leaks_never_reach_children() {
             assert!(shown.contains("Bad file descriptor"), "{command}: {shown}");
         }
     }
+    // An unconfined child (the explicit opt-out) gets none of them either.
+    let unconfined = Host::builder()
+        .work_dir(work.path())
+        .engine_settings(test_engine_settings())
+        .mode(Mode::Yolo)
+        .builtin_exec(ExecGrant { shell: true, unconfined: true, ..ExecGrant::default() })
+        .build()
+        .await
+        .unwrap();
+    let r = terminal(&unconfined, &format!("echo pwned >&{write_fd}; cat <&{read_fd}")).await;
+    assert!(message(&r).contains("Bad file descriptor") && !message(&r).contains(SECRET), "{}", message(&r));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "inherited\n", "a child wrote through a leaked fd");
     // SAFETY: closing the two descriptors this test opened.
     #[allow(unsafe_code)]
@@ -618,6 +629,38 @@ async fn a_git_created_by_an_abandoned_call_is_undone_too() {
     let r = tokio::time::timeout(Duration::from_secs(10), task).await.expect("the call ends").unwrap();
     assert!(!r.ok, "{}", r.output);
     gone("cancelled").await;
+}
+
+/// The host fails the call, not the guest: a guest that swallows the exec error
+/// and reports success still gets `permission_denied`; so does `run_tests`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_creation_fails_the_call_whatever_the_guest_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = Host::builder()
+        .work_dir(dir.path())
+        .engine_settings(test_engine_settings())
+        .without_builtins()
+        .mode(Mode::Yolo)
+        .plugin_bytes("exec-test", std::fs::read(EXEC_WASM).unwrap())
+        .plugin_exec(ExecGrant { programs: vec!["git".into()], shell: true, ..ExecGrant::default() })
+        .build()
+        .await
+        .unwrap();
+    for (args, created) in [
+        (json!({"shell": "git init -q"}), ".git"),
+        (json!({"program": "git", "args": ["init", "-q", "deep/er"]}), "deep/er/.git"),
+    ] {
+        let r = host.execute(ToolCall::new("spawn_quiet", args.clone())).await;
+        assert_creation_undone(&r, dir.path(), created, &args.to_string());
+    }
+    // Nothing is carried over to the next call.
+    let ok = host.execute(ToolCall::new("spawn_quiet", json!({"shell": "true"}))).await;
+    assert!(ok.ok && ok.output == "done", "{:?}", ok.error);
+
+    let tests = "[tests.init]\ncommand = \"git\"\nargs = [\"init\", \"-q\", \"made\"]\n";
+    let host = policy_host(dir.path(), tests).await;
+    let r = host.execute(ToolCall::new("run_tests", json!({}))).await;
+    assert_creation_undone(&r, dir.path(), "made/.git", "run_tests");
 }
 
 /// With `commit = true` a child can commit, while hooks and config stay read-only

@@ -274,3 +274,33 @@ fn probe(sandbox: &Sandbox, settings: &ExecSettings, cwd: &Path) -> Result<(), S
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// A protected path swapped for another between the walk and the child's bind
+    /// (a symlink put above it by another call's child, say) stops the child.
+    #[test]
+    fn a_child_whose_protected_bind_is_not_what_the_walk_saw_does_not_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(work.join(".git")).unwrap();
+        let runtime = ExecRuntime::new(ExecSettings::default(), Some(work.clone()));
+        let sandbox = runtime.sandbox().unwrap_or_else(|e| panic!("no sandbox here: {e}"));
+        let meta = std::fs::symlink_metadata(work.join(".git")).unwrap();
+        let run = |ino: u64| {
+            let bind = ProtectBind { path: work.join(".git"), read_only: true, dev: meta.dev(), ino };
+            let (setup, cgroup) = sandbox.setup(&runtime.settings.limits, true, &work, &[bind]).unwrap();
+            let mut cmd = std::process::Command::new("/usr/bin/true");
+            setup.install(&mut cmd);
+            let status = cmd.status();
+            drop(cgroup);
+            status
+        };
+        assert!(run(meta.ino()).unwrap().success());
+        let err = run(meta.ino() + 1).expect_err("the child started");
+        assert_eq!(err.raw_os_error(), Some(libc::ESTALE), "{err}");
+    }
+}
