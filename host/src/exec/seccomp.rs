@@ -2,10 +2,11 @@
 //! mount namespace do not cover, refused with `EPERM`.
 //!
 //! - **Every child**: setting the set-uid and set-gid bits (a child of a root host
-//!   would leave a set-uid-root file behind), and `mknod`/`mknodat` — no FIFOs,
-//!   device nodes or sockets made by name in the work dir (the host reads files
-//!   there and must never meet a FIFO a tool planted; Landlock's `MakeFifo` right
-//!   comes with the rest of a writable work dir).
+//!   would leave a set-uid-root file behind), and `mknod`/`mknodat` — no FIFOs or
+//!   device nodes in the work dir (the host reads files there and must never meet
+//!   a FIFO a tool planted; Landlock's `MakeFifo` right comes with the rest of a
+//!   writable work dir). Unix sockets are still made by `bind`, so that test
+//!   suites can use them.
 //! - **Read-only calls** also: changing modes, owners and times (Landlock has no
 //!   right for them).
 //!
