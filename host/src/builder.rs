@@ -247,6 +247,10 @@ impl HostBuilder {
             permissions.protect_file(cache);
         }
         let protected = permissions.protected().cloned();
+        // Children's roots bind the protected paths read-only.
+        if let Some(protected) = &protected {
+            exec.set_protected(protected.clone());
+        }
         let open_handles = crate::fdlimit::per_call(
             self.limits.open_handles,
             crate::fdlimit::raise_nofile(),

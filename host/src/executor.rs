@@ -214,6 +214,8 @@ impl Host {
             _ = cancel.cancelled() => return Err(CallError::new(codes::CANCELLED, "")),
             slot = self.call_slot() => slot,
         };
+        let exec = self.exec_access(plugin, cancel);
+        let tampering = exec.as_ref().map(crate::exec::ExecAccess::tampering);
         let output = sandbox::run(
             plugin,
             CallSpec {
@@ -225,11 +227,15 @@ impl Host {
                 deadline: limits.deadline_for(spec.timeout_ms),
                 cancel,
                 net: self.net_access(plugin),
-                exec: self.exec_access(plugin, cancel),
+                exec,
                 fs_guard: self.fs_guard(),
             },
         )
         .await;
+        // A child changed a protected path (undone where it could be).
+        if let Some(why) = tampering.and_then(|t| t.take()) {
+            return Err(CallError::new(codes::PERMISSION_DENIED, why));
+        }
         let output = output?;
         // The metadata stays text here: it is bounded before anything parses it.
         let metadata = output.metadata.map(Metadata::Text);

@@ -106,11 +106,8 @@ impl Host {
         plugin: &Plugin,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Option<ExecAccess> {
-        plugin.exec().map(|grant| ExecAccess {
-            runtime: self.exec.clone(),
-            grant: grant.clone(),
-            env: plugin.env().into(),
-            cancel: cancel.clone(),
+        plugin.exec().map(|grant| {
+            ExecAccess::new(self.exec.clone(), grant.clone(), plugin.env().into(), cancel.clone())
         })
     }
 

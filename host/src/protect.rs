@@ -21,7 +21,9 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// Entries directly beneath `.git` that a call granted commits may change: the
 /// repository's data. Anything else there (hooks, config, info, commondir,
-/// modules, worktrees, …) is never written by a tool.
+/// modules, worktrees, …) is never written by a tool — nor the state of a rebase or
+/// cherry-pick in progress (`rebase-merge`, `rebase-apply`, `sequencer`), whose todo
+/// lists can hold `exec` lines that git runs unconfined on `--continue`.
 const GIT_DATA: &[&str] = &[
     "objects",
     "refs",
@@ -39,9 +41,6 @@ const GIT_DATA: &[&str] = &[
     "COMMIT_EDITMSG",
     "packed-refs",
     "shallow",
-    "rebase-merge",
-    "rebase-apply",
-    "sequencer",
 ];
 
 /// Where a path sits relative to a `.git`.
@@ -204,6 +203,8 @@ mod tests {
             ".git/modules/x/hooks/post-checkout",
             ".git/worktrees/w/config.worktree",
             "a/.git/config.lock",
+            ".git/rebase-merge/git-rebase-todo",
+            ".git/sequencer/todo",
         ] {
             assert_eq!(part(guarded), Some(GitPart::Guarded), "{guarded}");
         }

@@ -91,7 +91,18 @@ async fn host_with(dir: &Path, plugin: bool) -> Host {
 }
 
 async fn timed_calls(host: &Host, name: &str, args: serde_json::Value, n: usize) -> Vec<Duration> {
-    for _ in 0..200 {
+    timed_calls_after(host, name, args, 200, n).await
+}
+
+/// [`timed_calls`] after `warm` calls that are not timed.
+async fn timed_calls_after(
+    host: &Host,
+    name: &str,
+    args: serde_json::Value,
+    warm: usize,
+    n: usize,
+) -> Vec<Duration> {
+    for _ in 0..warm {
         let r = host.execute(ToolCall::new(name, args.clone())).await;
         assert!(r.ok, "{name}: {:?}", r.error);
     }
@@ -434,11 +445,7 @@ async fn exec() {
         .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
         .mode(toolhost::Mode::Yolo)
         .plugin_file(EXEC_WASM)
-        .plugin_exec(toolhost::exec::ExecGrant {
-            programs: vec!["true".into()],
-            shell: false,
-            unconfined: false,
-        })
+        .plugin_exec(toolhost::exec::ExecGrant { programs: vec!["true".into()], ..Default::default() })
         .build()
         .await
         .expect("host builds");
@@ -451,13 +458,40 @@ async fn exec() {
         "exec `true` from a plugin (no shell, sandboxed)",
         timed_calls(&host, "spawn", json!({"program": "true"}), n).await,
     );
+    report(
+        "the same, read-only (no walk for .git)",
+        timed_calls(&host, "spawn_ro", json!({"program": "true"}), n).await,
+    );
+    // A writing child's work dir is searched for .git and the other protected paths
+    // before it starts, and again once it is dead: 10,000 directories, ten of them
+    // holding a repository (each a read-only bind in the child's root).
+    let big = tempfile::tempdir().expect("tempdir");
+    for i in 0..100 {
+        for j in 0..100 {
+            std::fs::create_dir_all(big.path().join(format!("d{i}/e{j}"))).expect("mkdir");
+        }
+    }
+    for i in 0..10 {
+        std::fs::create_dir_all(big.path().join(format!("d{i}/repo/.git/hooks"))).expect("mkdir");
+    }
+    let wide = Host::builder()
+        .work_dir(big.path())
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+        .mode(toolhost::Mode::Yolo)
+        .build()
+        .await
+        .expect("host builds");
+    report(
+        "terminal `true`, work dir of 10,000 dirs",
+        timed_calls_after(&wide, "terminal", json!({"command": "true"}), 10, 200).await,
+    );
     // The same through the tool path, without confinement (`unconfined = true`): what
     // the Landlock, namespace, seccomp and cgroup steps cost.
     let unconfined = Host::builder()
         .work_dir(dir.path())
         .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
         .mode(toolhost::Mode::Yolo)
-        .builtin_exec(toolhost::exec::ExecGrant { programs: vec![], shell: true, unconfined: true })
+        .builtin_exec(toolhost::exec::ExecGrant { shell: true, unconfined: true, ..Default::default() })
         .build()
         .await
         .expect("host builds");

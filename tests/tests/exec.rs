@@ -47,7 +47,7 @@ fn exec_builder(dir: &Path, programs: &[&str], shell: bool, settings: ExecSettin
         .without_builtins()
         .mode(Mode::Yolo)
         .plugin_bytes(PLUGIN, std::fs::read(EXEC_WASM).unwrap())
-        .plugin_exec(ExecGrant { programs, shell, unconfined: false })
+        .plugin_exec(ExecGrant { programs, shell, unconfined: false, commit: false })
         .exec(settings)
 }
 

@@ -230,7 +230,7 @@ async fn exec_fails_closed_when_children_cannot_be_confined_unless_unconfined_is
     assert!(host.exec_runtime().availability().is_err());
 
     // `unconfined = true` is the explicit opt-out: the child runs (outside Landlock).
-    let grant = ExecGrant { programs: vec![], shell: true, unconfined: true };
+    let grant = ExecGrant { programs: vec![], shell: true, unconfined: true, commit: false };
     let host =
         builder(dir.path(), "", &[]).unwrap().exec(settings).builtin_exec(grant).build().await.unwrap();
     let ran = call(&host, "terminal", json!({"command": "echo ran-unconfined"})).await;
@@ -314,7 +314,12 @@ async fn a_program_reached_through_a_symlink_keeps_its_listed_name() {
         .mode(Mode::Yolo)
         .exec(settings)
         .plugin_file(EXEC_WASM)
-        .plugin_exec(ExecGrant { programs: vec!["mysh".into()], shell: false, unconfined: false })
+        .plugin_exec(ExecGrant {
+            programs: vec!["mysh".into()],
+            shell: false,
+            unconfined: false,
+            commit: false,
+        })
         .build()
         .await
         .unwrap();

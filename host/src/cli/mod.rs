@@ -176,6 +176,7 @@ impl HostArgs {
                 programs: self.allow_programs.clone(),
                 shell: self.allow_shell,
                 unconfined: false,
+                commit: false,
             });
         if let Some(mode) = self.mode {
             builder = builder.mode(mode);

@@ -87,7 +87,12 @@ impl EntryArgs {
             network: self.hosts.iter().map(|h| h.as_str().to_owned()).collect(),
             env: self.env.clone(),
             sockets: if report.requested.sockets { Sockets::Stub } else { Sockets::Refuse },
-            exec: ExecGrant { programs: self.programs.clone(), shell: self.allow_shell, unconfined: false },
+            exec: ExecGrant {
+                programs: self.programs.clone(),
+                shell: self.allow_shell,
+                unconfined: false,
+                commit: false,
+            },
         })
     }
 }

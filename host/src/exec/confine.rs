@@ -1,231 +1,102 @@
 //! What a child does to itself between `fork` and `exec`: the confinement steps,
-//! prepared in the parent ([`Confiner`], [`ChildSetup`]) so that the child only
-//! makes raw system calls (after `fork` in a threaded process nothing may allocate
-//! or take a lock).
+//! prepared in the parent ([`super::landlock::Confiner`], [`ChildSetup`],
+//! [`MountOp`]s) so that the child only makes raw system calls (after `fork` in a
+//! threaded process nothing may allocate or take a lock).
 //!
 //! Order, in the child: join the call's pids cgroup → die with the host
 //! (`PR_SET_PDEATHSIG`) → `setsid` (own session and process group) → rlimits → new
-//! user and network namespaces (before Landlock: the kernel refuses some namespace
-//! set-up under it) → `no_new_privs` → Landlock → seccomp (what Landlock does not
-//! cover: set-uid bits, and mode/owner/time changes in read-only calls).
+//! user, network and mount namespaces, the user namespace mapping the host's own
+//! uid and gid (before Landlock: the kernel refuses the map writes under it) → the
+//! child's own root (`super::mounts`) → every capability dropped (the bounding
+//! set, ambient and inheritable ones, and `SECBIT_NOROOT`, so that uid 0 in the
+//! namespace gains none at `exec`) → `no_new_privs` → Landlock → seccomp (what
+//! Landlock does not cover: set-uid bits, `mknod`, and mode/owner/time changes in
+//! read-only calls) → every descriptor above 2 marked close-on-exec
+//! (`close_range`), last, so that nothing the host holds open (from its parent, a
+//! library, a test harness) reaches the program, while std's own close-on-exec pipe
+//! still reports a failed `exec`.
+//!
+//! Landlock keeps a confined child from mounting, unmounting or pivoting again, so
+//! the read-only binds hold for everything it starts.
 //!
 //! This is the only module with `unsafe` code: `pre_exec` and the libc calls. Each
 //! block says why it is sound.
 
 #![allow(unsafe_code)]
 
+use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::path::{Path, PathBuf};
-
-use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, Scope,
-};
+use std::os::fd::RawFd;
+use std::path::PathBuf;
 
 use super::ChildLimits;
+pub use super::mounts::MountOp;
 
-/// Landlock ABI the host requires: filesystem rights with `ioctl` on devices, and
-/// signal and abstract-socket scoping (ABI 6, Linux 6.12).
-const LANDLOCK_ABI: ABI = ABI::V6;
+/// `mount_setattr(2)` (Linux 5.12), the same number on every architecture.
+const SYS_MOUNT_SETATTR: libc::c_long = 442;
+/// `MOUNT_ATTR_RDONLY`.
+const MOUNT_ATTR_RDONLY: u64 = 1;
+/// `_LINUX_CAPABILITY_VERSION_3`.
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
-/// System directories a child may read and execute from.
-const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
-/// What a child may read of `/etc`: what programs need to start, resolve names and
-/// users, and verify TLS — never all of it (`/etc/shadow`, `/etc/ssl/private` and
-/// host keys are readable by root, and a child of a root host still has uid 0).
-const READ_ONLY_DIRS: &[&str] = &[
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/hosts",
-    "/etc/hostname",
-    "/etc/nsswitch.conf",
-    "/etc/host.conf",
-    "/etc/resolv.conf",
-    "/etc/gai.conf",
-    "/etc/protocols",
-    "/etc/services",
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/timezone",
-    "/etc/ssl/certs",
-    "/etc/ssl/openssl.cnf",
-    "/etc/ca-certificates",
-    "/etc/alternatives",
-    "/etc/bash.bashrc",
-    "/etc/inputrc",
-    "/etc/profile",
-    "/etc/terminfo",
-    "/etc/gitconfig",
-    "/etc/mime.types",
-    "/etc/magic",
-    "/etc/os-release",
-    "/etc/debian_version",
-    "/etc/environment",
-    "/etc/python3",
-    "/etc/python3.11",
-    "/etc/perl",
-];
-/// Devices a child may read and write.
-const RW_DEVICES: &[&str] = &["/dev/null", "/dev/tty"];
-/// Devices a child may only read.
-const READ_DEVICES: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"];
-
-/// The Landlock rulesets of one host, built once: the work dir read-write or
-/// read-only, system dirs read-only. A ruleset is a file descriptor each child
-/// applies to itself.
-#[derive(Debug)]
-pub struct Confiner {
-    read_write: OwnedFd,
-    read_only: OwnedFd,
-    seccomp_read_write: seccompiler::BpfProgram,
-    seccomp_read_only: seccompiler::BpfProgram,
+/// `struct mount_attr`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
 }
 
-impl Confiner {
-    /// Build the rulesets for `work_dir` (none: no work dir at all), with the extra
-    /// readable-and-executable dirs `exec_dirs` and readable dirs `read_dirs`. Fails
-    /// when the kernel lacks Landlock ABI 6.
-    pub fn new(
-        work_dir: Option<&Path>,
-        exec_dirs: &[PathBuf],
-        read_dirs: &[PathBuf],
-    ) -> Result<Self, String> {
-        let build = |writable: bool| -> Result<OwnedFd, String> {
-            Self::build(work_dir, exec_dirs, read_dirs, writable)
-                .map_err(|e| format!("Landlock (ABI 6, Linux 6.12+) is not available: {e}"))?
-                .ok_or_else(|| "Landlock is not supported by this kernel".to_string())
-        };
-        Ok(Self {
-            read_write: build(true)?,
-            read_only: build(false)?,
-            seccomp_read_write: seccomp_program(true)?,
-            seccomp_read_only: seccomp_program(false)?,
-        })
-    }
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
 
-    fn build(
-        work_dir: Option<&Path>,
-        exec_dirs: &[PathBuf],
-        read_dirs: &[PathBuf],
-        writable: bool,
-    ) -> Result<Option<OwnedFd>, landlock::RulesetError> {
-        {
-            let all = AccessFs::from_all(LANDLOCK_ABI);
-            let read_exec = AccessFs::from_read(LANDLOCK_ABI);
-            let read = AccessFs::ReadFile | AccessFs::ReadDir;
-            let mut ruleset = Ruleset::default()
-                .set_compatibility(CompatLevel::HardRequirement)
-                .handle_access(all)?
-                .scope(Scope::from_all(LANDLOCK_ABI))?
-                .create()?;
-            // Execute only gates execve (a loader can still map a file it may read),
-            // so the extra read-only dirs may run programs too: a toolchain's proxy
-            // execs the real compiler from its own tree.
-            let system = SYSTEM_DIRS.iter().map(PathBuf::from).chain(exec_dirs.iter().cloned());
-            for dir in system.chain(read_dirs.iter().cloned()) {
-                ruleset = add(ruleset, &dir, read_exec)?;
-            }
-            for dir in READ_ONLY_DIRS.iter().map(PathBuf::from) {
-                ruleset = add(ruleset, &dir, read)?;
-            }
-            for dev in RW_DEVICES {
-                ruleset = add(
-                    ruleset,
-                    Path::new(dev),
-                    AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
-                )?;
-            }
-            for dev in READ_DEVICES {
-                ruleset = add(ruleset, Path::new(dev), AccessFs::ReadFile.into())?;
-            }
-            if let Some(dir) = work_dir {
-                ruleset = add(ruleset, dir, if writable { all } else { read_exec })?;
-            }
-            Ok(ruleset.into())
-        }
-    }
+/// `struct __user_cap_data_struct`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
 
-    /// The ruleset for a call that may (or may not) write the work dir.
-    pub fn ruleset(&self, writable: bool) -> RawFd {
-        if writable { self.read_write.as_raw_fd() } else { self.read_only.as_raw_fd() }
-    }
+/// The user namespace's maps: the host's own uid and gid, to themselves, so files
+/// keep their owner and the child may mount in its own namespace.
+#[derive(Debug, Clone)]
+pub struct IdMaps {
+    uid_map: CString,
+    gid_map: CString,
+}
 
-    /// The seccomp program for such a call, as (address, length) for the child.
-    pub fn seccomp(&self, writable: bool) -> (usize, u16) {
-        let program = if writable { &self.seccomp_read_write } else { &self.seccomp_read_only };
-        (program.as_ptr() as usize, program.len() as u16)
+impl IdMaps {
+    /// Maps for the host's effective uid and gid.
+    pub fn own() -> Self {
+        // SAFETY: geteuid and getegid have no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let line = |id: u32| CString::new(format!("{id} {id} 1\n")).expect("digits and spaces");
+        Self { uid_map: line(uid), gid_map: line(gid) }
     }
 }
 
-/// The seccomp filter: what Landlock does not cover. Every child is refused setting
-/// the set-uid and set-gid bits (a child of a root host would leave a set-uid-root
-/// file behind); a read-only child is also refused changing modes, owners and times.
-fn seccomp_program(writable: bool) -> Result<seccompiler::BpfProgram, String> {
-    use seccompiler::{
-        SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond, SeccompFilter,
-        SeccompRule,
-    };
-    use std::collections::BTreeMap;
-    const FCHMODAT2: i64 = 452;
-    let fail = |e: seccompiler::BackendError| format!("seccomp filter: {e}");
-    // (syscall, index of its mode argument)
-    let mut chmods: Vec<(i64, u8)> = vec![(libc::SYS_fchmod, 1), (libc::SYS_fchmodat, 2), (FCHMODAT2, 2)];
-    #[cfg(target_arch = "x86_64")]
-    chmods.push((libc::SYS_chmod, 1));
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    if writable {
-        for (nr, arg) in chmods {
-            let bit = |mask: u64| -> Result<SeccompRule, String> {
-                SeccompRule::new(vec![Cond::new(arg, Len::Dword, Op::MaskedEq(mask), mask).map_err(fail)?])
-                    .map_err(fail)
-            };
-            rules.insert(nr, vec![bit(libc::S_ISUID.into())?, bit(libc::S_ISGID.into())?]);
-        }
-    } else {
-        let mut all: Vec<i64> = chmods.into_iter().map(|(nr, _)| nr).collect();
-        all.extend([libc::SYS_fchown, libc::SYS_fchownat, libc::SYS_utimensat]);
-        #[cfg(target_arch = "x86_64")]
-        all.extend([
-            libc::SYS_chown,
-            libc::SYS_lchown,
-            libc::SYS_utime,
-            libc::SYS_utimes,
-            libc::SYS_futimesat,
-        ]);
-        for nr in all {
-            rules.insert(nr, vec![]);
-        }
-    }
-    let arch = std::env::consts::ARCH.try_into().map_err(|e| format!("seccomp: {e:?}"))?;
-    let filter =
-        SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
-            .map_err(fail)?;
-    seccompiler::BpfProgram::try_from(filter).map_err(fail)
-}
-
-/// Allow `access` beneath `path`, skipping paths that do not exist on this system.
-fn add(
-    ruleset: landlock::RulesetCreated,
-    path: &Path,
-    access: landlock::BitFlags<AccessFs>,
-) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
-    let Ok(fd) = PathFd::new(path) else { return Ok(ruleset) };
-    let is_dir = std::fs::metadata(path).is_ok_and(|m| m.is_dir());
-    let access = if is_dir { access } else { access & AccessFs::from_file(LANDLOCK_ABI) };
-    ruleset.add_rule(PathBeneath::new(fd, access))
-}
-
-/// Everything one child applies to itself, as plain values (copied into the
-/// `pre_exec` closure).
-#[derive(Debug, Clone, Copy)]
+/// Everything one child applies to itself, as plain values (moved into the
+/// `pre_exec` closure, which only reads them).
+#[derive(Debug, Clone)]
 pub struct ChildSetup {
     /// The Landlock ruleset to apply (`None`: unconfined).
     pub ruleset: Option<RawFd>,
-    /// A new user and network namespace (no network).
+    /// New user and network namespaces (no network), and a mount namespace when
+    /// there are `mounts`.
     pub namespaces: bool,
+    /// The user namespace's uid and gid maps (none: the host's ids stay unmapped).
+    pub ids: Option<IdMaps>,
+    /// The steps that build the child's root, in its own mount namespace.
+    pub mounts: Vec<MountOp>,
+    /// Drop every capability before `exec` (the highest capability number).
+    pub drop_caps: Option<u32>,
     /// An open `cgroup.procs` of the child's pids cgroup, to join.
     pub cgroup_procs: Option<RawFd>,
     /// `RLIMIT_CPU` (soft; the hard limit is one more).
@@ -242,11 +113,15 @@ pub struct ChildSetup {
 }
 
 impl ChildSetup {
-    /// A setup with `limits`, nothing else yet.
+    /// A setup with `limits`, nothing else yet (descriptors above 2 are still
+    /// closed at `exec`).
     pub fn new(limits: &ChildLimits) -> Self {
         Self {
             ruleset: None,
             namespaces: false,
+            ids: None,
+            mounts: Vec::new(),
+            drop_caps: None,
             cgroup_procs: None,
             cpu_seconds: limits.cpu_seconds,
             memory_bytes: limits.memory_bytes,
@@ -260,20 +135,19 @@ impl ChildSetup {
     pub fn install(self, cmd: &mut std::process::Command) {
         use std::os::unix::process::CommandExt;
         // SAFETY: the closure runs in the forked child before exec. It only makes
-        // system calls on values copied in (integers and a static byte string), takes
-        // no lock and allocates nothing, so it is async-signal-safe.
+        // system calls on values moved in (integers, C strings and a program the
+        // parent keeps alive), reads them without allocating, and takes no lock, so
+        // it is async-signal-safe.
         unsafe {
             cmd.pre_exec(move || self.apply());
         }
     }
 
     /// The steps, in order. Runs in the forked child: system calls only.
-    fn apply(self) -> io::Result<()> {
-        fn check(ret: libc::c_long) -> io::Result<()> {
-            if ret < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
-        }
+    fn apply(&self) -> io::Result<()> {
         // SAFETY (every call below): plain system calls with valid integer arguments
-        // and pointers to live stack values or static data.
+        // and pointers to live stack values, static data or C strings owned by
+        // `self`.
         unsafe {
             if let Some(fd) = self.cgroup_procs {
                 let zero = b"0\n";
@@ -290,12 +164,24 @@ impl ChildSetup {
             limit(libc::RLIMIT_FSIZE, self.file_size_bytes, self.file_size_bytes)?;
             limit(libc::RLIMIT_CORE, 0, 0)?;
             if self.namespaces {
-                check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET).into())?;
+                let mount = if self.mounts.is_empty() { 0 } else { libc::CLONE_NEWNS };
+                check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET | mount).into())?;
+                if let Some(ids) = &self.ids {
+                    write_file(c"/proc/self/setgroups", c"deny")?;
+                    write_file(c"/proc/self/uid_map", &ids.uid_map)?;
+                    write_file(c"/proc/self/gid_map", &ids.gid_map)?;
+                }
             }
             // After the new user namespace: there the limit counts only the child's
             // own tree, not every process of the same user on the machine.
             if let Some(n) = self.nproc {
                 limit(libc::RLIMIT_NPROC, n, n)?;
+            }
+            for op in &self.mounts {
+                run(op)?;
+            }
+            if let Some(last) = self.drop_caps {
+                drop_capabilities(last)?;
             }
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0).into())?;
             if let Some(fd) = self.ruleset {
@@ -308,9 +194,126 @@ impl ChildSetup {
                         .into(),
                 )?;
             }
+            check(libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC))?;
         }
         Ok(())
     }
+}
+
+fn check(ret: libc::c_long) -> io::Result<()> {
+    if ret < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// `check`, with `EEXIST` as success.
+fn made(ret: libc::c_long) -> io::Result<()> {
+    match check(ret) {
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+        other => other,
+    }
+}
+
+/// Write `text` to the file `path`. Child only.
+fn write_file(path: &CStr, text: &CStr) -> io::Result<()> {
+    // SAFETY: open, write and close on a C string path and a buffer we own.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        check(fd.into())?;
+        let bytes = text.to_bytes();
+        let wrote = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        let err = io::Error::last_os_error();
+        libc::close(fd);
+        if wrote < 0 {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+/// Run one step of building the child's root. Child only.
+fn run(op: &MountOp) -> io::Result<()> {
+    let opt = |s: &Option<CString>| s.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
+    // SAFETY: system calls on C strings owned by `op` (or null where the call takes
+    // none) and on stack values that outlive the call.
+    unsafe {
+        match op {
+            MountOp::Mount { source, target, fstype, flags, data } => {
+                check(libc::mount(opt(source), target.as_ptr(), opt(fstype), *flags, opt(data).cast()).into())
+            }
+            MountOp::ReadOnly { target, recursive } => {
+                let attr =
+                    MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+                let flags = if *recursive { libc::AT_RECURSIVE } else { 0 };
+                check(libc::syscall(
+                    SYS_MOUNT_SETATTR,
+                    libc::AT_FDCWD,
+                    target.as_ptr(),
+                    flags as libc::c_uint,
+                    &attr as *const MountAttr,
+                    std::mem::size_of::<MountAttr>(),
+                ))
+            }
+            MountOp::Mkdir(path) => made(libc::mkdir(path.as_ptr(), 0o755).into()),
+            MountOp::Touch(path) => {
+                let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+                let fd = libc::open(path.as_ptr(), flags, 0o644 as libc::c_uint);
+                check(fd.into())?;
+                libc::close(fd);
+                Ok(())
+            }
+            MountOp::Symlink { target, at } => made(libc::symlink(target.as_ptr(), at.as_ptr()).into()),
+            MountOp::PivotRoot { new_root, put_old } => {
+                check(libc::syscall(libc::SYS_pivot_root, new_root.as_ptr(), put_old.as_ptr()))
+            }
+            MountOp::Detach(path) => check(libc::umount2(path.as_ptr(), libc::MNT_DETACH).into()),
+            MountOp::Chdir(path) => check(libc::chdir(path.as_ptr()).into()),
+            MountOp::Expect { path, dev, ino } => {
+                let mut st: libc::stat = std::mem::zeroed();
+                check(libc::lstat(path.as_ptr(), &mut st).into())?;
+                if st.st_dev as u64 == *dev && st.st_ino as u64 == *ino {
+                    Ok(())
+                } else {
+                    // Not what the walk found: something was swapped in meanwhile.
+                    Err(io::Error::from_raw_os_error(libc::ESTALE))
+                }
+            }
+        }
+    }
+}
+
+/// Give up every capability, for good: none in the bounding set, none ambient,
+/// none inheritable, effective or permitted, and `exec` as uid 0 grants none
+/// (`SECBIT_NOROOT`, locked). Child only.
+fn drop_capabilities(last: u32) -> io::Result<()> {
+    let bits = libc::SECBIT_NOROOT
+        | libc::SECBIT_NOROOT_LOCKED
+        | libc::SECBIT_NO_SETUID_FIXUP
+        | libc::SECBIT_NO_SETUID_FIXUP_LOCKED
+        | libc::SECBIT_KEEP_CAPS_LOCKED
+        | libc::SECBIT_NO_CAP_AMBIENT_RAISE
+        | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+    // SAFETY: prctl and capset with integer arguments and pointers to stack values.
+    unsafe {
+        check(libc::prctl(libc::PR_SET_SECUREBITS, bits as libc::c_ulong, 0, 0, 0).into())?;
+        for cap in 0..=last {
+            check(libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0).into())?;
+        }
+        check(
+            libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0)
+                .into(),
+        )?;
+        let header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
+        let none = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
+        check(libc::syscall(libc::SYS_capset, &header as *const CapHeader, none.as_ptr()))
+    }
+}
+
+/// The highest capability number this kernel knows.
+pub fn last_capability() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        // CAP_CHECKPOINT_RESTORE, the last one since Linux 5.9.
+        .unwrap_or(40)
 }
 
 /// Send `signal` to every process in the process group `pgid`.

@@ -17,6 +17,10 @@ pub struct ExecGrant {
     /// ever set explicitly; the CPU, memory and file-size rlimits, the empty env, the
     /// process group and the deadline still apply.
     pub unconfined: bool,
+    /// Children may commit: a `.git` stays writable for repository data (objects,
+    /// refs, the index, `HEAD`: [`crate::protect::GitPart::Data`]). What git runs or
+    /// trusts (hooks, config, info, …: `Guarded`) stays read-only even then.
+    pub commit: bool,
 }
 
 impl ExecGrant {
@@ -43,7 +47,13 @@ impl ExecGrant {
             |name: &str| ExecGrant::valid_program_name(name).ok().and_then(|()| find(name, search, work_dir));
         let programs = self.programs.iter().map(|name| (name.clone(), resolve(name))).collect();
         let shell = if self.shell { resolve("bash") } else { None };
-        ResolvedGrant { programs, shell_enabled: self.shell, shell, unconfined: self.unconfined }
+        ResolvedGrant {
+            programs,
+            shell_enabled: self.shell,
+            shell,
+            unconfined: self.unconfined,
+            commit: self.commit,
+        }
     }
 }
 
@@ -75,6 +85,8 @@ pub struct ResolvedGrant {
     shell: Option<PathBuf>,
     /// Run without Landlock and namespaces.
     pub unconfined: bool,
+    /// Children may write repository data beneath a `.git` ([`ExecGrant::commit`]).
+    pub commit: bool,
 }
 
 /// Why a program may not run.
@@ -117,7 +129,12 @@ mod tests {
     use super::*;
 
     fn grant(programs: &[&str], shell: bool) -> ExecGrant {
-        ExecGrant { programs: programs.iter().map(|s| s.to_string()).collect(), shell, unconfined: false }
+        ExecGrant {
+            programs: programs.iter().map(|s| s.to_string()).collect(),
+            shell,
+            unconfined: false,
+            commit: false,
+        }
     }
 
     #[test]
@@ -166,5 +183,13 @@ mod tests {
         assert!(ExecGrant::valid_program_name("a/b").is_err());
         assert!(ExecGrant::valid_program_name("..").is_err());
         assert!(ExecGrant::valid_program_name("cargo").is_ok());
+    }
+
+    #[test]
+    fn the_commit_grant_carries_over_to_the_resolved_grant() {
+        let search = [PathBuf::from("/usr/bin")];
+        assert!(!grant(&["true"], false).resolve(&search, None).commit);
+        let committing = ExecGrant { commit: true, ..grant(&["true"], false) };
+        assert!(committing.resolve(&search, None).commit);
     }
 }

@@ -66,10 +66,17 @@ impl wit::Host for CallState {
             merge_stderr: cmd.merge_stderr,
             writable: fs.writable,
             unconfined: access.grant.unconfined,
+            commit: access.grant.commit,
             started_by: self.plugin_name().to_string(),
             call_id: self.call_id().to_string(),
         };
-        let finished = access.runtime.run(req, &access.cancel).await.map_err(spawn_error)?;
+        let finished = access.runtime.run(req, &access.cancel).await.map_err(|e| {
+            // The guest may make of the error what it likes: the host fails the call.
+            if let SpawnError::Protected(why) = &e {
+                access.tampering().record(why.clone());
+            }
+            spawn_error(e)
+        })?;
         Ok(outcome(finished))
     }
 }
@@ -102,6 +109,9 @@ fn spawn_error(e: SpawnError) -> wit::ExecError {
         SpawnError::Busy(m) => wit::ExecError::Busy(m),
         SpawnError::Unavailable(m) => wit::ExecError::SandboxUnavailable(m),
         SpawnError::Failed(m) => wit::ExecError::SpawnFailed(m),
+        SpawnError::Protected(m) => wit::ExecError::SpawnFailed(format!(
+            "permission_denied: {m}; the call fails with permission_denied"
+        )),
     }
 }
 

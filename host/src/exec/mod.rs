@@ -7,39 +7,73 @@
 //! - **What runs**: only programs on the grant's allow-list, resolved once, at load,
 //!   to absolute paths outside the work dir ([`ExecGrant::resolve`]); arguments are a
 //!   vector, never a shell line, unless the grant has the shell profile (`bash -c`).
-//! - **Where it can reach** ([`confine`]): Landlock limits it to the work dir
-//!   (read-write only when the call may write) and read-only system dirs; a new user
-//!   and network namespace leaves it no network; rlimits bound CPU time, file size,
-//!   address space and core dumps; it leads its own session and process group; a
-//!   pids cgroup ([`cgroup`]) caps how many processes it can start and finds every
-//!   one of them to kill. A host that is not root and has no cgroup caps processes
-//!   with `RLIMIT_NPROC` inside the child's user namespace and finds them by that
-//!   namespace instead.
+//! - **Where it can reach** ([`confine`]): its own mount namespace, whose root
+//!   holds only the work dir, the system dirs, the exec `path` and `read-dirs`, a
+//!   few `/etc` entries, `/proc` (names only) and a minimal `/dev`, with empty
+//!   private `/tmp` and `/run` (`mounts`): the host's unix sockets have no name
+//!   there. Landlock limits it further (the work dir read-write only when the call
+//!   may write; signals and abstract unix sockets scoped to its own domain); a new
+//!   user and network namespace leaves it no network and no capability (uid and gid
+//!   map to the host's own, so files keep their owner); seccomp refuses set-uid
+//!   bits and `mknod`; every descriptor the host holds is closed at `exec`; rlimits
+//!   bound CPU time, file size, address space and core dumps; it leads its own
+//!   session and process group; a pids cgroup ([`cgroup`]) caps how many processes
+//!   it can start and finds every one of them to kill. A host that is not root and
+//!   has no cgroup caps processes with `RLIMIT_NPROC` inside the child's user
+//!   namespace and finds them by that namespace instead.
+//! - **What it may not change**: every `.git` at any depth of the work dir (and
+//!   the git dirs `.git` files point to inside it), the host's files there (the
+//!   policy file) and the `protected` globs' matches are read-only bind mounts in a
+//!   writing child's root (`protect_walk`); with the grant's `commit = true` a
+//!   `.git` stays writable for repository data only, its hooks, config and other
+//!   guarded entries read-only even then. What binds cannot stop — *creating* a
+//!   `.git`, a missing guarded entry, a glob match, the policy file — is found once
+//!   the child's whole tree is dead, removed, and the call fails
+//!   `permission_denied` (`protect_check`).
 //! - **What it knows**: an empty environment plus a fixed `PATH`, `HOME` and
 //!   `TMPDIR` (the work dir), `LANG`, and the granted variables.
 //! - **How it ends** ([`spawn`]): at its deadline or on cancellation every process
 //!   it started is killed and reaped; output before that is kept (head and tail).
 //!   At most [`ExecSettings::max_children`] run at once on a host (`exec_busy`).
 //!
-//! When the kernel cannot confine a child (no Landlock, no user namespaces, no way to
-//! cap processes), exec fails closed with `sandbox_unavailable` unless the grant says
-//! `unconfined = true`.
+//! When the kernel cannot confine a child (no Landlock, no user or mount
+//! namespaces, no way to cap processes), exec fails closed with
+//! `sandbox_unavailable` unless the grant says `unconfined = true` (then none of
+//! the above applies but the rlimits, the empty environment, the closed
+//! descriptors, the process group and the deadline).
+//!
+//! Not covered: a host crash between a child's end and the check leaves what it
+//! created; bare repositories (a directory that is a repository without being
+//! named `.git`) and `.git/rebase-merge`-style sequencer state under a commit
+//! grant (repository data that holds `exec` lines) are not guarded; a read-only
+//! call needs no walk (its work dir is read-only as a whole). The walk costs one
+//! `lstat` per directory of the work dir, and a listing for each directory that
+//! changed since the previous walk (see BENCHMARKS.md); past
+//! 250,000 directories it refuses to start a writing child.
 //!
 //! Modules: [`confine`] (the child's pre-exec steps; the only `unsafe` code),
-//! [`cgroup`], `capture` (head + tail of a stream), [`spawn`] (one child, start to
-//! reaped), [`table`] (what `process_list` shows), `host` (the WIT glue).
+//! `landlock` (the rulesets, and what a child may reach at all), `seccomp`,
+//! `mounts` (the child's root, planned in the parent), `protect_walk` and
+//! `protect_check` (protected paths before and after), [`cgroup`], `capture`
+//! (head + tail of a stream), [`spawn`] (one child, start to reaped), [`table`]
+//! (what `process_list` shows), `host` (the WIT glue).
 
 mod capture;
 pub mod cgroup;
 pub mod confine;
 mod grant;
 mod host;
+mod landlock;
+mod mounts;
+mod protect_check;
+mod protect_walk;
 mod runtime;
+mod seccomp;
 pub mod spawn;
 pub mod table;
 
 pub use grant::{ExecGrant, ResolvedGrant};
-pub use runtime::{ExecAccess, ExecRuntime};
+pub use runtime::{ExecAccess, ExecRuntime, Tampering};
 pub use spawn::{Captured, Finished, SpawnError, SpawnRequest};
 pub use table::{ProcessInfo, ProcessState};
 

@@ -1,39 +1,54 @@
 //! [`ExecRuntime`]: the host's one place that starts processes. It holds the
-//! sandbox (built on first use and probed once), the limit on children at once, and
-//! the process table. [`ExecAccess`] is one call's capability to use it.
+//! sandbox (built on first use and probed once), the limit on children at once, the
+//! process table and the host's protected paths. [`ExecAccess`] is one call's
+//! capability to use it.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::cgroup::{CgroupRoot, ChildCgroup};
-use super::confine::{ChildSetup, Confiner, is_root};
+use super::confine::{ChildSetup, IdMaps, is_root, last_capability};
 use super::grant::ResolvedGrant;
+use super::landlock::{Confiner, child_root};
+use super::mounts::{Layout, ProtectBind};
+use super::protect_check::{ListingCache, Watch};
 use super::spawn::{self, Finished, SpawnError, SpawnRequest};
 use super::table::{ProcessInfo, ProcessTable};
 use super::{ChildLimits, ExecSettings};
+use crate::protect::Protected;
 
 /// What confines children on this host, built on first use.
 struct Sandbox {
     confiner: Confiner,
     cgroup: Option<CgroupRoot>,
+    /// What a child's root holds besides the work dir.
+    layout: Layout,
+    ids: IdMaps,
+    last_cap: u32,
 }
 
 impl Sandbox {
     /// The confined set-up of one child (and its cgroup): the ruleset and filter for
-    /// a call that may or may not write, namespaces, and the process cap — the pids
-    /// cgroup, or `RLIMIT_NPROC` when there is none and the host is not root.
+    /// a call that may or may not write, namespaces, its root (with `protect` bound
+    /// over the work dir, ending in `cwd`), no capabilities, and the process cap —
+    /// the pids cgroup, or `RLIMIT_NPROC` when there is none and the host is not root.
     fn setup(
         &self,
         limits: &ChildLimits,
         writable: bool,
+        cwd: &Path,
+        protect: &[ProtectBind],
     ) -> Result<(ChildSetup, Option<ChildCgroup>), String> {
         let mut setup = ChildSetup::new(limits);
         setup.ruleset = Some(self.confiner.ruleset(writable));
         setup.seccomp = Some(self.confiner.seccomp(writable));
         setup.namespaces = true;
+        setup.ids = Some(self.ids.clone());
+        setup.mounts = self.layout.script(writable, protect, cwd)?;
+        setup.drop_caps = Some(self.last_cap);
         let cgroup = self.cgroup.as_ref().and_then(|root| root.child(limits.processes));
         match &cgroup {
             Some(c) => setup.cgroup_procs = Some(c.procs_fd()),
@@ -53,6 +68,10 @@ pub struct ExecRuntime {
     sandbox: OnceLock<Result<Sandbox, String>>,
     slots: Semaphore,
     table: ProcessTable,
+    /// What no child may change (default: `.git` at any depth of the work dir).
+    protected: OnceLock<Arc<Protected>>,
+    /// The work dir as the last walk for protected paths listed it.
+    listing: ListingCache,
 }
 
 impl std::fmt::Debug for ExecRuntime {
@@ -62,7 +81,8 @@ impl std::fmt::Debug for ExecRuntime {
 }
 
 /// One call's capability to start processes: the plugin's resolved grant, the
-/// variables it is granted, and the host's runtime.
+/// variables it is granted, the host's runtime, and what its children changed that
+/// they must not have ([`ExecAccess::tampering`]).
 #[derive(Clone)]
 pub struct ExecAccess {
     /// The host's runtime.
@@ -73,6 +93,44 @@ pub struct ExecAccess {
     pub env: Arc<[(String, String)]>,
     /// The call's cancellation.
     pub cancel: CancellationToken,
+    tampering: Tampering,
+}
+
+impl ExecAccess {
+    /// The capability of one call.
+    pub fn new(
+        runtime: Arc<ExecRuntime>,
+        grant: Arc<ResolvedGrant>,
+        env: Arc<[(String, String)]>,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self { runtime, grant, env, cancel, tampering: Tampering::default() }
+    }
+
+    /// What the call's children changed among the protected paths (undone where it
+    /// could be). Whatever the guest makes of the exec error it got, the host fails
+    /// the call with `permission_denied` when this holds something.
+    pub fn tampering(&self) -> Tampering {
+        self.tampering.clone()
+    }
+}
+
+/// What one call's children changed among the protected paths, shared between the
+/// call's exec capability and the host that fails the call.
+#[derive(Debug, Clone, Default)]
+pub struct Tampering(Arc<Mutex<Vec<String>>>);
+
+impl Tampering {
+    /// Record what a child did.
+    pub fn record(&self, what: String) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(what);
+    }
+
+    /// Everything recorded, as one message, and clear it (`None`: nothing).
+    pub fn take(&self) -> Option<String> {
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        (!all.is_empty()).then(|| std::mem::take(&mut *all).join("; "))
+    }
 }
 
 impl ExecRuntime {
@@ -81,7 +139,28 @@ impl ExecRuntime {
     pub fn new(settings: ExecSettings, work_dir: Option<PathBuf>) -> Self {
         let slots = Semaphore::new(settings.max_children.max(1));
         let path_var = settings.child_path();
-        Self { settings, path_var, work_dir, sandbox: OnceLock::new(), slots, table: ProcessTable::default() }
+        Self {
+            settings,
+            path_var,
+            work_dir,
+            sandbox: OnceLock::new(),
+            slots,
+            table: ProcessTable::default(),
+            protected: OnceLock::new(),
+            listing: ListingCache::default(),
+        }
+    }
+
+    /// What no child may change: read-only binds over it in every writing child's
+    /// root, and creations undone after it. Set once, before the first child (later
+    /// calls change nothing); without it, `.git` at any depth of the work dir.
+    pub fn set_protected(&self, protected: Arc<Protected>) {
+        let _ = self.protected.set(protected);
+    }
+
+    fn protected(&self) -> Option<Arc<Protected>> {
+        let work = self.work_dir.as_ref()?;
+        Some(self.protected.get_or_init(|| Arc::new(Protected::new(work))).clone())
     }
 
     /// The settings.
@@ -111,6 +190,8 @@ impl ExecRuntime {
     fn build_sandbox(&self) -> Result<Sandbox, String> {
         let confiner =
             Confiner::new(self.work_dir.as_deref(), &self.settings.path, &self.settings.read_dirs)?;
+        super::mounts::check_host()?;
+        let layout = child_root(self.work_dir.as_deref(), &self.settings.path, &self.settings.read_dirs);
         let cgroup = CgroupRoot::create(self.settings.cgroup_parent.as_deref());
         if cgroup.is_none() && is_root() {
             return Err(
@@ -119,8 +200,9 @@ impl ExecRuntime {
                     .into(),
             );
         }
-        let sandbox = Sandbox { confiner, cgroup };
-        probe(&sandbox, &self.settings)?;
+        let sandbox = Sandbox { confiner, cgroup, layout, ids: IdMaps::own(), last_cap: last_capability() };
+        let cwd = self.work_dir.clone().unwrap_or_else(|| PathBuf::from("/"));
+        probe(&sandbox, &self.settings, &cwd)?;
         Ok(sandbox)
     }
 
@@ -134,13 +216,33 @@ impl ExecRuntime {
                 self.settings.max_children
             ))
         })?;
-        let (setup, cgroup) = if req.unconfined {
-            (ChildSetup::new(&self.settings.limits), None)
-        } else {
-            let sandbox = self.sandbox().map_err(|e| SpawnError::Unavailable(e.to_string()))?;
-            sandbox.setup(&self.settings.limits, req.writable).map_err(SpawnError::Unavailable)?
+        if req.unconfined {
+            let setup = ChildSetup::new(&self.settings.limits);
+            return spawn::run(req, setup, None, None, &self.path_var, &self.table, cancel).await;
+        }
+        let sandbox = self.sandbox().map_err(|e| SpawnError::Unavailable(e.to_string()))?;
+        // A read-only child cannot change the work dir at all; a writing one gets
+        // the protected paths bound read-only, and what it creates is undone.
+        let watch = match self.protected().filter(|_| req.writable) {
+            Some(protected) => {
+                let (commit, cache) = (req.commit, self.listing.clone());
+                let started = tokio::task::spawn_blocking(move || Watch::start(protected, commit, cache))
+                    .await
+                    .map_err(|e| SpawnError::Failed(format!("searching the work dir: {e}")))?;
+                let watch = started.map_err(|e| {
+                    SpawnError::Failed(format!("could not search the work dir for protected paths: {e}"))
+                })?;
+                let (dirs, listed) = watch.dirs();
+                tracing::debug!(dirs, listed, binds = watch.binds().len(), "protected paths found");
+                Some(watch)
+            }
+            None => None,
         };
-        spawn::run(req, setup, cgroup, &self.path_var, &self.table, cancel).await
+        let binds = watch.as_ref().map(Watch::binds).unwrap_or_default();
+        let (setup, cgroup) = sandbox
+            .setup(&self.settings.limits, req.writable, &req.cwd, &binds)
+            .map_err(SpawnError::Unavailable)?;
+        spawn::run(req, setup, cgroup, watch, &self.path_var, &self.table, cancel).await
     }
 
     /// The work dir children run in.
@@ -151,12 +253,12 @@ impl ExecRuntime {
 
 /// Start `true` fully confined once: a kernel without user namespaces (or one that
 /// refuses a step) fails here, before any tool relies on it.
-fn probe(sandbox: &Sandbox, settings: &ExecSettings) -> Result<(), String> {
+fn probe(sandbox: &Sandbox, settings: &ExecSettings, cwd: &Path) -> Result<(), String> {
     let program = ["/usr/bin/true", "/bin/true"]
         .into_iter()
         .find(|p| Path::new(p).exists())
         .ok_or("no `true` to probe with")?;
-    let (setup, cgroup) = sandbox.setup(&settings.limits, false)?;
+    let (setup, cgroup) = sandbox.setup(&settings.limits, false, cwd, &[])?;
     let mut cmd = std::process::Command::new(program);
     cmd.env_clear().stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
     setup.install(&mut cmd);
@@ -168,7 +270,37 @@ fn probe(sandbox: &Sandbox, settings: &ExecSettings) -> Result<(), String> {
         Ok(status) if status.success() => Ok(()),
         Ok(status) => Err(format!("a confined probe process failed ({status})")),
         Err(e) => Err(format!(
-            "a confined process cannot be started here (user and network namespaces, Landlock): {e}"
+            "a confined process cannot be started here (user, network and mount namespaces, Landlock): {e}"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// A protected path swapped for another between the walk and the child's bind
+    /// (a symlink put above it by another call's child, say) stops the child.
+    #[test]
+    fn a_child_whose_protected_bind_is_not_what_the_walk_saw_does_not_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(work.join(".git")).unwrap();
+        let runtime = ExecRuntime::new(ExecSettings::default(), Some(work.clone()));
+        let sandbox = runtime.sandbox().unwrap_or_else(|e| panic!("no sandbox here: {e}"));
+        let meta = std::fs::symlink_metadata(work.join(".git")).unwrap();
+        let run = |ino: u64| {
+            let bind = ProtectBind { path: work.join(".git"), read_only: true, dev: meta.dev(), ino };
+            let (setup, cgroup) = sandbox.setup(&runtime.settings.limits, true, &work, &[bind]).unwrap();
+            let mut cmd = std::process::Command::new("/usr/bin/true");
+            setup.install(&mut cmd);
+            let status = cmd.status();
+            drop(cgroup);
+            status
+        };
+        assert!(run(meta.ino()).unwrap().success());
+        let err = run(meta.ino() + 1).expect_err("the child started");
+        assert_eq!(err.raw_os_error(), Some(libc::ESTALE), "{err}");
     }
 }

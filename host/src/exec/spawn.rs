@@ -9,6 +9,11 @@
 //!
 //! If the future is dropped midway (the call's own deadline passed), [`TreeGuard`]
 //! kills the whole tree on drop.
+//!
+//! A writing child's protected paths are checked once its whole tree is dead
+//! (`super::protect_check`): what it created there is removed and the spawn fails
+//! with [`SpawnError::Protected`]. When the future is dropped first, the guard still
+//! runs the check (off the call's path) after killing the tree.
 
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
@@ -22,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use super::capture::read_capped;
 use super::cgroup::ChildCgroup;
 use super::confine::{self, ChildSetup};
+use super::protect_check::Watch;
 use super::table::{ProcessState, ProcessTable};
 
 /// How long the readers may drain the pipes after the tree was killed.
@@ -56,6 +62,8 @@ pub struct SpawnRequest {
     pub writable: bool,
     /// Run without Landlock and namespaces (the grant said so).
     pub unconfined: bool,
+    /// It may write repository data beneath a `.git` (the grant's `commit`).
+    pub commit: bool,
     /// Who started it (plugin or tool), for `process_list`.
     pub started_by: String,
     /// The call it belongs to.
@@ -113,6 +121,10 @@ pub enum SpawnError {
     /// Starting it failed.
     #[error("spawn_failed: {0}")]
     Failed(String),
+    /// It ran, and changed a protected path in a way bind mounts cannot stop
+    /// (creating a `.git`, say); what could be undone was.
+    #[error("permission_denied: {0}")]
+    Protected(String),
 }
 
 impl SpawnError {
@@ -122,13 +134,17 @@ impl SpawnError {
             SpawnError::Busy(_) => crate::codes::EXEC_BUSY,
             SpawnError::Unavailable(_) => crate::codes::SANDBOX_UNAVAILABLE,
             SpawnError::Failed(_) => crate::codes::SPAWN_FAILED,
+            SpawnError::Protected(_) => crate::codes::PERMISSION_DENIED,
         }
     }
 
     /// What went wrong.
     pub fn message(&self) -> &str {
         match self {
-            SpawnError::Busy(m) | SpawnError::Unavailable(m) | SpawnError::Failed(m) => m,
+            SpawnError::Busy(m)
+            | SpawnError::Unavailable(m)
+            | SpawnError::Failed(m)
+            | SpawnError::Protected(m) => m,
         }
     }
 }
@@ -144,6 +160,8 @@ struct TreeGuard<'a> {
     table: &'a ProcessTable,
     entry: u64,
     recorded: bool,
+    /// The protected paths to check once the tree is dead.
+    watch: Option<Watch>,
 }
 
 impl TreeGuard<'_> {
@@ -166,13 +184,22 @@ impl Drop for TreeGuard<'_> {
         if !self.recorded {
             self.table.ended(self.entry, ProcessState::Cancelled);
         }
-        // Removing the cgroup waits for the killed processes to leave it: off the
-        // call's path when there is a runtime to do it on.
-        if let Some(cgroup) = self.cgroup.take() {
-            match tokio::runtime::Handle::try_current() {
-                Ok(handle) => drop(handle.spawn_blocking(move || cgroup.remove())),
-                Err(_) => cgroup.remove(),
+        // Removing the cgroup waits for the killed processes to leave it, and the
+        // check walks the work dir: off the call's path when there is a runtime to
+        // do them on. Nobody is left to tell (the call is ending otherwise), so what
+        // the check finds is logged; what it undoes is undone all the same.
+        let (cgroup, watch) = (self.cgroup.take(), self.watch.take());
+        let after = move || {
+            if let Some(cgroup) = cgroup {
+                cgroup.remove();
             }
+            if let Some(Err(why)) = watch.map(Watch::check) {
+                tracing::warn!(%why, "a child that was stopped had changed protected paths");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(after)),
+            Err(_) => after(),
         }
     }
 }
@@ -184,11 +211,13 @@ enum End {
 }
 
 /// Spawn `req` with `setup` (its cgroup in `cgroup`), wait for it, and reap it and
-/// everything it started. Records it in `table`.
-pub(crate) async fn run(
+/// everything it started; then check `watch`'s protected paths. Records it in
+/// `table`.
+pub(super) async fn run(
     req: SpawnRequest,
     setup: ChildSetup,
     cgroup: Option<ChildCgroup>,
+    watch: Option<Watch>,
     path_var: &str,
     table: &ProcessTable,
     cancel: &CancellationToken,
@@ -215,6 +244,7 @@ pub(crate) async fn run(
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         None
     };
+    let namespaces = setup.namespaces;
     setup.install(cmd.as_std_mut());
     let spawned = cmd.spawn();
     // The parent's copies of the merged pipe's write end go with the command.
@@ -222,8 +252,8 @@ pub(crate) async fn run(
     let mut child = spawned.map_err(|e| SpawnError::Failed(format!("{}: {e}", req.program.display())))?;
     let pid = child.id().unwrap_or(0);
     let entry = table.started(pid, &req.display, &req.started_by, &req.call_id);
-    let userns = if setup.namespaces && cgroup.is_none() { confine::user_namespace(pid) } else { None };
-    let mut guard = TreeGuard { pgid: pid, userns, cgroup, table, entry, recorded: false };
+    let userns = if namespaces && cgroup.is_none() { confine::user_namespace(pid) } else { None };
+    let mut guard = TreeGuard { pgid: pid, userns, cgroup, table, entry, recorded: false, watch };
 
     if let (Some(bytes), Some(mut stdin)) = (req.stdin, child.stdin.take()) {
         tokio::spawn(async move {
@@ -271,6 +301,15 @@ pub(crate) async fn run(
         }
     };
     let (stdout, stderr) = tokio::join!(drain(stdout), drain(stderr));
+    // The whole tree is dead (killed above): nothing changes the work dir now. The
+    // check runs to its end even if this future is dropped meanwhile.
+    let tampered = match guard.watch.take() {
+        Some(watch) => match tokio::task::spawn_blocking(move || watch.check()).await {
+            Ok(verdict) => verdict.err(),
+            Err(e) => Some(format!("the check of the protected paths did not finish: {e}")),
+        },
+        None => None,
+    };
 
     let status = status.map_err(|e| SpawnError::Failed(format!("waiting for the child: {e}")))?;
     let state = match (timed_out, cancelled, status.code(), status.signal()) {
@@ -282,6 +321,9 @@ pub(crate) async fn run(
     table.ended(entry, state);
     guard.recorded = true;
     drop(guard);
+    if let Some(why) = tampered {
+        return Err(SpawnError::Protected(why));
+    }
     Ok(Finished {
         pid,
         exit_code: status.code(),

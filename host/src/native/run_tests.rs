@@ -47,7 +47,12 @@ impl RunTests {
         let profiles = profiles
             .into_iter()
             .map(|p| {
-                let grant = ExecGrant { programs: vec![p.command.clone()], shell: false, unconfined: false };
+                let grant = ExecGrant {
+                    programs: vec![p.command.clone()],
+                    shell: false,
+                    unconfined: false,
+                    commit: false,
+                };
                 let path =
                     grant.resolve(&search, runtime.work_dir()).program(&p.command).ok().map(PathBuf::from);
                 (p, path)
@@ -174,6 +179,7 @@ impl NativeTool for RunTests {
                 merge_stderr: true,
                 writable: true,
                 unconfined: false,
+                commit: false,
                 started_by: "run_tests".into(),
                 call_id: call.call_id.to_string(),
             };

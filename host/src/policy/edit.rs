@@ -121,7 +121,12 @@ mod tests {
             network: vec![],
             env: vec!["LANG".into()],
             sockets: Sockets::Stub,
-            exec: crate::exec::ExecGrant { programs: vec!["git".into()], shell: false, unconfined: false },
+            exec: crate::exec::ExecGrant {
+                programs: vec!["git".into()],
+                shell: false,
+                unconfined: false,
+                commit: false,
+            },
         };
         write_plugin_entry(&path, &draft).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();

@@ -6,7 +6,7 @@
 //! [builtins]
 //! env = ["LANG", "CI", "RUST_*"]        # what env_get shows and children get
 //! reveal = ["DATABASE_URL"]             # secret-looking names env_get shows anyway
-//! exec = { programs = ["git"], shell = true }
+//! exec = { programs = ["git"], shell = true, commit = true }   # commit: children may write .git data
 //!
 //! [exec]
 //! max-children = 4
@@ -53,7 +53,7 @@ impl Default for BuiltinsPolicy {
 /// The builtins' exec grant when the policy says nothing: `git` for the `git` tool
 /// and the shell profile for `terminal` (which asks for approval in `default` mode).
 pub fn default_builtin_exec() -> ExecGrant {
-    ExecGrant { programs: vec!["git".into()], shell: true, unconfined: false }
+    ExecGrant { programs: vec!["git".into()], shell: true, unconfined: false, commit: false }
 }
 
 /// A test profile: the only commands `run_tests` runs. Nothing in it comes from a
@@ -83,6 +83,8 @@ pub(super) struct RawExecGrant {
     shell: bool,
     #[serde(default)]
     unconfined: bool,
+    #[serde(default)]
+    commit: bool,
 }
 
 impl RawExecGrant {
@@ -94,6 +96,7 @@ impl RawExecGrant {
             programs: self.programs.iter().map(|p| p.get_ref().clone()).collect(),
             shell: self.shell,
             unconfined: self.unconfined,
+            commit: self.commit,
         })
     }
 }
@@ -207,5 +210,30 @@ impl RawTest {
             timeout: Duration::from_millis(self.timeout_ms.unwrap_or(600_000)),
             filter: self.filter,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::policy::Policy;
+    use std::path::Path;
+
+    #[test]
+    fn the_commit_grant_is_parsed_for_the_builtins_and_plugins() {
+        let path = Path::new("/nowhere/toolhost.toml");
+        let sha = "0".repeat(64);
+        let text = format!(
+            "[builtins]\nexec = {{ programs = [\"git\"], commit = true }}\n\n\
+             [plugins.vcs]\nsource = \"vcs.wasm\"\nsha256 = \"{sha}\"\nexec = {{ programs = [\"git\"], commit = true }}\n\n\
+             [plugins.plain]\nsource = \"p.wasm\"\nsha256 = \"{sha}\"\nexec = {{ programs = [\"git\"] }}\n"
+        );
+        let policy = Policy::parse(&text, path).unwrap();
+        assert!(policy.builtins.exec.commit && policy.builtins.exec.programs == ["git"]);
+        let commit = |name: &str| policy.plugins.iter().find(|p| p.name == name).unwrap().exec.commit;
+        assert!(commit("vcs") && !commit("plain"));
+        // Without it nothing may write .git data.
+        assert!(!Policy::parse("", path).unwrap().builtins.exec.commit);
+        let err = Policy::parse("[builtins]\nexec = { commit = \"yes\" }\n", path).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("invalid type"), "{err}");
     }
 }

@@ -1,6 +1,7 @@
 //! A plugin that starts programs through the host's exec interface. Its tools pass the
 //! command through untouched, so the host alone must refuse what is not allowed and
-//! confine what runs. `spawn` may write; `spawn_ro` is the same tool, read-only.
+//! confine what runs. `spawn` may write; `spawn_ro` is the same tool, read-only;
+//! `spawn_quiet` swallows whatever exec says and reports success.
 
 use std::collections::BTreeMap;
 
@@ -34,8 +35,8 @@ struct Spawn {
     merge_stderr: bool,
 }
 
-/// The outcome as JSON, or the exec error with the SDK's code.
-fn spawn(args: Spawn, _: &Context) -> Result<Output, ToolError> {
+/// The command `args` describe.
+fn command(args: Spawn) -> Result<Command, ToolError> {
     let mut cmd = match (args.program, args.shell) {
         (Some(program), None) => Command::program(program, args.args),
         (None, Some(line)) => Command::shell(line),
@@ -47,7 +48,12 @@ fn spawn(args: Spawn, _: &Context) -> Result<Output, ToolError> {
     cmd.timeout_ms = args.timeout_ms;
     cmd.max_output_bytes = args.max_output_bytes;
     cmd.merge_stderr = args.merge_stderr;
-    let out = exec::run(&cmd)?;
+    Ok(cmd)
+}
+
+/// The outcome as JSON, or the exec error with the SDK's code.
+fn spawn(args: Spawn, _: &Context) -> Result<Output, ToolError> {
+    let out = exec::run(&command(args)?)?;
     let report = json!({
         "exit_code": out.exit_code,
         "signal": out.signal,
@@ -63,6 +69,12 @@ fn spawn(args: Spawn, _: &Context) -> Result<Output, ToolError> {
     Ok(Output::text(report.to_string()))
 }
 
+/// `done`, whatever exec said: a guest that hides what its child did.
+fn spawn_quiet(args: Spawn, _: &Context) -> Result<Output, ToolError> {
+    let _ = exec::run(&command(args)?);
+    Ok(Output::text("done"))
+}
+
 fn tools() -> Vec<Tool> {
     vec![
         tool("spawn", "Runs a command through the host's exec and reports how it ended, as JSON.", spawn),
@@ -72,6 +84,11 @@ fn tools() -> Vec<Tool> {
             spawn,
         )
         .read_only(),
+        tool(
+            "spawn_quiet",
+            "Runs a command like spawn and says `done` whatever happened (an error it got included).",
+            spawn_quiet,
+        ),
     ]
 }
 
