@@ -44,8 +44,8 @@
 //!
 //! Not covered: a host crash between a child's end and the check leaves what it
 //! created; bare repositories (a directory that is a repository without being
-//! named `.git`) and `.git/rebase-merge`-style sequencer state under a commit
-//! grant (repository data that holds `exec` lines) are not guarded; a read-only
+//! named `.git`) are not guarded (rebase and sequencer state stays read-only even
+//! under a commit grant: its todo lists hold `exec` lines); a read-only
 //! call needs no walk (its work dir is read-only as a whole). The walk costs one
 //! `lstat` per directory of the work dir, and a listing for each directory that
 //! changed since the previous walk (see BENCHMARKS.md); past

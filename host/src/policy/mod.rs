@@ -26,7 +26,8 @@
 //! env = ["LANG", "LC_*"]                  # globs never pass secret-looking names
 //! sockets = "refuse"                      # or "stub": linked, every operation refused
 //! limits = { memory-mib = 64, fuel = 1_000_000_000, timeout-ms = 5000, output-bytes = 1_000_000 }
-//! exec = { programs = ["git"], shell = false }   # only if it imports exec
+//! exec = { programs = ["git"], shell = false }   # only if it imports exec; commit = true
+//!                                                # lets its children write .git data
 //! ```
 //!
 //! The builtins' variables and programs, child limits and test profiles are in
