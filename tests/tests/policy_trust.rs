@@ -56,6 +56,7 @@ impl Setup {
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = child.kill();
+        let _ = child.wait();
         panic!("toolhost {args:?} hung for {limit:?}");
     }
 }
