@@ -51,6 +51,18 @@ impl GuardedFs<'_> {
         Ok((target, dir))
     }
 
+    /// [`Self::target_for_change`], with the resolved parent pushed as a temporary
+    /// descriptor (see [`Self::push_parent`]).
+    fn parent_for_change(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path: &str,
+        follow: bool,
+    ) -> FsResult<(Resource<Descriptor>, String)> {
+        let (target, dir) = self.target_for_change(fd, path, follow)?;
+        self.push_parent(target, &dir)
+    }
+
     fn refuse_protected(&self, target: &Target) -> FsResult<()> {
         let Some(protected) = &self.guard.protected else { return Ok(()) };
         let real = target.real_path()?;
@@ -281,8 +293,7 @@ impl HostDescriptor for GuardedFs<'_> {
     }
 
     async fn create_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        let (target, dir) = self.target_for_change(&fd, &path, false)?;
-        let (parent, name) = self.push_parent(target, &dir)?;
+        let (parent, name) = self.parent_for_change(&fd, &path, false)?;
         let done =
             HostDescriptor::create_directory_at(&mut self.view, Resource::new_borrow(parent.rep()), name)
                 .await;
@@ -319,8 +330,7 @@ impl HostDescriptor for GuardedFs<'_> {
         mtim: types::NewTimestamp,
     ) -> FsResult<()> {
         let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
-        let (target, dir) = self.target_for_change(&fd, &path, follow)?;
-        let (parent, name) = self.push_parent(target, &dir)?;
+        let (parent, name) = self.parent_for_change(&fd, &path, follow)?;
         let parent_ref = Resource::new_borrow(parent.rep());
         let done =
             HostDescriptor::set_times_at(&mut self.view, parent_ref, PathFlags::empty(), name, atim, mtim)
@@ -391,8 +401,7 @@ impl HostDescriptor for GuardedFs<'_> {
     }
 
     async fn remove_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        let (target, dir) = self.target_for_change(&fd, &path, false)?;
-        let (parent, name) = self.push_parent(target, &dir)?;
+        let (parent, name) = self.parent_for_change(&fd, &path, false)?;
         let done =
             HostDescriptor::remove_directory_at(&mut self.view, Resource::new_borrow(parent.rep()), name)
                 .await;
@@ -435,8 +444,7 @@ impl HostDescriptor for GuardedFs<'_> {
         src_path: String,
         dest_path: String,
     ) -> FsResult<()> {
-        let (target, dir) = self.target_for_change(&fd, &dest_path, false)?;
-        let (parent, name) = self.push_parent(target, &dir)?;
+        let (parent, name) = self.parent_for_change(&fd, &dest_path, false)?;
         let done =
             HostDescriptor::symlink_at(&mut self.view, Resource::new_borrow(parent.rep()), src_path, name)
                 .await;
@@ -445,8 +453,7 @@ impl HostDescriptor for GuardedFs<'_> {
     }
 
     async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        let (target, dir) = self.target_for_change(&fd, &path, false)?;
-        let (parent, name) = self.push_parent(target, &dir)?;
+        let (parent, name) = self.parent_for_change(&fd, &path, false)?;
         let done =
             HostDescriptor::unlink_file_at(&mut self.view, Resource::new_borrow(parent.rep()), name).await;
         self.drop_parent(parent);
