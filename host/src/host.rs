@@ -188,7 +188,7 @@ impl Host {
 pub(crate) fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, LoadError> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(LoadError::engine)?;
-    crate::wasi_fs::add_to_linker(&mut linker).map_err(LoadError::engine)?;
+    crate::wasi_fs::add_to_linker(&mut linker, CallState::guarded_fs).map_err(LoadError::engine)?;
     PluginWorld::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
         .map_err(LoadError::engine)?;
     Ok(linker)

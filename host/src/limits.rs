@@ -5,6 +5,9 @@
 
 use std::time::Duration;
 
+/// Descriptors and directory streams one call may hold open at once, by default.
+pub const DEFAULT_OPEN_HANDLES: usize = 1024;
+
 /// What one call may use, and how much of each part of its result the caller
 /// sees. Every field has a default a user can override (the CLI flags and the
 /// library builder set them).
@@ -57,7 +60,7 @@ impl Default for Limits {
             display_bytes: 256 << 10,
             metadata_bytes: 64 << 10,
             metadata_depth: 32,
-            open_handles: crate::wasi_fs::DEFAULT_OPEN_HANDLES,
+            open_handles: DEFAULT_OPEN_HANDLES,
         }
     }
 }

@@ -144,7 +144,7 @@ impl CallState {
             net: None,
             exec: None,
             deadline: None,
-            fs_guard: FsGuard::new(None, crate::wasi_fs::DEFAULT_OPEN_HANDLES),
+            fs_guard: FsGuard::new(None, crate::limits::DEFAULT_OPEN_HANDLES),
         })
     }
 }

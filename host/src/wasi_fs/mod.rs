@@ -35,10 +35,6 @@ use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::p2::bindings::filesystem::types::DirectoryEntry;
 
 use crate::protect::Protected;
-use crate::sandbox::CallState;
-
-/// Descriptors and directory streams one call may hold open at once, by default.
-pub const DEFAULT_OPEN_HANDLES: usize = 1024;
 
 /// What one call's filesystem is held to, beyond its preopens.
 #[derive(Debug)]
@@ -107,12 +103,16 @@ impl HasData for GuardedFsData {
 }
 
 /// Link the guarded `wasi:filesystem/types` and `wasi:filesystem/preopens` over the
-/// ones `wasmtime_wasi::p2::add_to_linker_async` added.
-pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+/// ones `wasmtime_wasi::p2::add_to_linker_async` added; `view` gets a store's
+/// guarded view.
+pub fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    view: fn(&mut T) -> GuardedFs<'_>,
+) -> wasmtime::Result<()> {
     use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
     linker.allow_shadowing(true);
-    types::add_to_linker::<CallState, GuardedFsData>(linker, CallState::guarded_fs)?;
-    preopens::add_to_linker::<CallState, GuardedFsData>(linker, CallState::guarded_fs)?;
+    types::add_to_linker::<T, GuardedFsData>(linker, view)?;
+    preopens::add_to_linker::<T, GuardedFsData>(linker, view)?;
     linker.allow_shadowing(false);
     Ok(())
 }
