@@ -21,6 +21,19 @@ use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
 use super::GuardedFs;
 use super::resolve::{self, Target};
 
+/// A directory to run a delegated operation on.
+struct Parent {
+    res: Resource<Descriptor>,
+    /// Pushed by the host for this one operation (deleted after it).
+    temporary: bool,
+}
+
+impl Parent {
+    fn borrow(&self) -> Resource<Descriptor> {
+        Resource::new_borrow(self.res.rep())
+    }
+}
+
 /// The guest descriptor's host directory and what it may do.
 struct DirHandle {
     file: Arc<std::fs::File>,
@@ -47,41 +60,68 @@ impl GuardedFs<'_> {
     ) -> FsResult<(Target, DirHandle)> {
         let dir = self.dir(fd)?;
         let target = resolve::resolve(&dir.file, path, follow)?;
-        self.refuse_protected(&target)?;
+        self.refuse_protected(&target.real_path(&dir.file)?)?;
         Ok((target, dir))
     }
 
-    /// [`Self::target_for_change`], with the resolved parent pushed as a temporary
-    /// descriptor (see [`Self::push_parent`]).
+    /// [`Self::target_for_change`], with the resolved parent as a descriptor to run
+    /// the operation on (see [`Self::push_parent`]).
     fn parent_for_change(
         &mut self,
         fd: &Resource<Descriptor>,
         path: &str,
         follow: bool,
-    ) -> FsResult<(Resource<Descriptor>, String)> {
+    ) -> FsResult<(Parent, String)> {
         let (target, dir) = self.target_for_change(fd, path, follow)?;
-        self.push_parent(target, &dir)
+        self.push_parent(fd, target, &dir)
     }
 
-    fn refuse_protected(&self, target: &Target) -> FsResult<()> {
+    fn refuse_protected(&self, real: &std::path::Path) -> FsResult<()> {
         let Some(protected) = &self.guard.protected else { return Ok(()) };
-        let real = target.real_path()?;
-        if let Some(why) = protected.check(&real, false) {
+        if let Some(why) = protected.check(real, false) {
             tracing::debug!("refused a guest's change: {why}");
             return Err(ErrorCode::ReadOnly.into());
         }
         Ok(())
     }
 
-    /// The resolved parent of `target` as a temporary descriptor with `dir`'s rights.
-    fn push_parent(&mut self, target: Target, dir: &DirHandle) -> FsResult<(Resource<Descriptor>, String)> {
-        let name = target.name_str();
-        let parent = Descriptor::Dir(WasiDir::new(target.parent, dir.perms, dir.open_mode, true));
-        Ok((self.view.table.push(parent)?, name))
+    /// A change through an open descriptor (times, size): refused when it stands
+    /// beneath a protected path, wherever it was opened from.
+    fn refuse_descriptor_change(&mut self, fd: &Resource<Descriptor>) -> FsResult<()> {
+        if self.guard.protected.is_none() {
+            return Ok(());
+        }
+        let file = match self.view.table.get(fd)? {
+            Descriptor::File(f) => f.file.clone(),
+            Descriptor::Dir(d) => d.dir.clone(),
+        };
+        self.refuse_protected(&resolve::real_path(&file)?)
     }
 
-    fn drop_parent(&mut self, parent: Resource<Descriptor>) {
-        let _ = self.view.table.delete(parent);
+    /// Where to run the operation on `target`: the guest's own handle `fd` when the
+    /// path had no parent part, else the parent the host opened, pushed as a
+    /// temporary descriptor with `dir`'s rights. With the final name.
+    fn push_parent(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        target: Target,
+        dir: &DirHandle,
+    ) -> FsResult<(Parent, String)> {
+        let name = target.name_str();
+        let parent = match target.into_parent() {
+            None => Parent { res: Resource::new_borrow(fd.rep()), temporary: false },
+            Some(file) => {
+                let descriptor = Descriptor::Dir(WasiDir::new(file, dir.perms, dir.open_mode, true));
+                Parent { res: self.view.table.push(descriptor)?, temporary: true }
+            }
+        };
+        Ok((parent, name))
+    }
+
+    fn drop_parent(&mut self, parent: Parent) {
+        if parent.temporary {
+            let _ = self.view.table.delete(parent.res);
+        }
     }
 
     async fn open_checked(
@@ -93,46 +133,27 @@ impl GuardedFs<'_> {
         flags: DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
         let dir = self.dir(fd)?;
-        let target = resolve::resolve(&dir.file, &path, path_flags.contains(PathFlags::SYMLINK_FOLLOW))?;
-        if target.entry_type().is_some_and(|t| resolve::is_special(&t)) {
+        let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+        let target = resolve::resolve(&dir.file, &path, follow)?;
+        let entry = target.entry_type(&dir.file);
+        if entry.as_ref().is_some_and(resolve::is_special) {
             return Err(ErrorCode::Unsupported.into());
         }
-        let protected = match &self.guard.protected {
-            Some(protected) => protected.check(&target.real_path()?, false),
-            None => None,
-        };
         let changes = oflags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE)
             || flags.intersects(DescriptorFlags::WRITE | DescriptorFlags::MUTATE_DIRECTORY);
-        if changes && let Some(why) = &protected {
-            tracing::debug!("refused a guest's change: {why}");
-            return Err(ErrorCode::ReadOnly.into());
-        }
-        if !changes && target.entry_type().is_none() && target.lossy_original().is_some() {
+        if changes {
+            self.refuse_protected(&target.real_path(&dir.file)?)?;
+        } else if entry.is_none() && target.lossy_original(&dir.file).is_some() {
             drop(target);
-            let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
             let opened = self.open_lossy(fd, &path, follow).ok_or(ErrorCode::NoEntry)?;
             return Ok(self.view.table.push(opened)?);
         }
-        let (parent, name) = self.push_parent(target, &dir)?;
-        let opened = HostDescriptor::open_at(
-            &mut self.view,
-            Resource::new_borrow(parent.rep()),
-            PathFlags::empty(),
-            name,
-            oflags,
-            flags,
-        )
-        .await;
+        let (parent, name) = self.push_parent(fd, target, &dir)?;
+        let opened =
+            HostDescriptor::open_at(&mut self.view, parent.borrow(), PathFlags::empty(), name, oflags, flags)
+                .await;
         self.drop_parent(parent);
-        let opened = opened?;
-        // What is opened beneath a protected path can read, never change.
-        if protected.is_some() {
-            match self.view.table.get_mut(&opened)? {
-                Descriptor::Dir(d) => d.perms = FsPerms::ReadOnly,
-                Descriptor::File(f) => f.perms = FsPerms::ReadOnly,
-            }
-        }
-        Ok(opened)
+        opened
     }
 
     /// A descriptor for the real entry behind a lossily listed name `path` (see
@@ -145,8 +166,8 @@ impl GuardedFs<'_> {
         let target = resolve::resolve(&dir.file, path, follow).ok()?;
         // Either the final name is the lossy one, or an earlier component was and the
         // resolved parent already stands for it.
-        let real = target.lossy_original().or_else(|| target.name.clone())?;
-        let file = target.open_read(&real)?;
+        let real = target.lossy_original(&dir.file).or_else(|| target.name.clone())?;
+        let file = target.open_read(&dir.file, &real)?;
         let is_dir = file.metadata().ok()?.is_dir();
         // Beneath a protected path or not, a descriptor opened this way only reads.
         Some(if is_dir {
@@ -164,11 +185,10 @@ impl GuardedFs<'_> {
     /// The entries of the directory `fd`, listed here: names that are not UTF-8
     /// arrive lossily instead of failing the listing.
     fn list(&mut self, fd: &Resource<Descriptor>) -> FsResult<Vec<DirectoryEntry>> {
-        use cap_std::fs::FileTypeExt;
+        use cap_primitives::fs::FileTypeExt;
         let dir = self.dir(fd)?;
-        let dir = cap_std::fs::Dir::from_std_file(dir.file.try_clone().map_err(ErrorCode::from)?);
         let mut entries = Vec::new();
-        for entry in dir.entries().map_err(ErrorCode::from)? {
+        for entry in cap_primitives::fs::read_base_dir(&dir.file).map_err(ErrorCode::from)? {
             let Ok(entry) = entry else { continue };
             let type_ = match entry.file_type() {
                 Ok(t) if t.is_dir() => DescriptorType::Directory,
@@ -234,6 +254,7 @@ impl HostDescriptor for GuardedFs<'_> {
     }
 
     async fn set_size(&mut self, fd: Resource<Descriptor>, size: types::Filesize) -> FsResult<()> {
+        self.refuse_descriptor_change(&fd)?;
         HostDescriptor::set_size(&mut self.view, fd, size).await
     }
 
@@ -243,6 +264,7 @@ impl HostDescriptor for GuardedFs<'_> {
         atim: types::NewTimestamp,
         mtim: types::NewTimestamp,
     ) -> FsResult<()> {
+        self.refuse_descriptor_change(&fd)?;
         HostDescriptor::set_times(&mut self.view, fd, atim, mtim).await
     }
 
@@ -294,9 +316,7 @@ impl HostDescriptor for GuardedFs<'_> {
 
     async fn create_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
         let (parent, name) = self.parent_for_change(&fd, &path, false)?;
-        let done =
-            HostDescriptor::create_directory_at(&mut self.view, Resource::new_borrow(parent.rep()), name)
-                .await;
+        let done = HostDescriptor::create_directory_at(&mut self.view, parent.borrow(), name).await;
         self.drop_parent(parent);
         done
     }
@@ -331,7 +351,7 @@ impl HostDescriptor for GuardedFs<'_> {
     ) -> FsResult<()> {
         let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
         let (parent, name) = self.parent_for_change(&fd, &path, follow)?;
-        let parent_ref = Resource::new_borrow(parent.rep());
+        let parent_ref = parent.borrow();
         let done =
             HostDescriptor::set_times_at(&mut self.view, parent_ref, PathFlags::empty(), name, atim, mtim)
                 .await;
@@ -351,16 +371,16 @@ impl HostDescriptor for GuardedFs<'_> {
         let follow = old_path_flags.contains(PathFlags::SYMLINK_FOLLOW);
         let (old, old_dir) = self.target_for_change(&fd, &old_path, follow)?;
         let (new, new_dir) = self.target_for_change(&new_descriptor, &new_path, false)?;
-        let (old_parent, old_name) = self.push_parent(old, &old_dir)?;
-        let new_parent = self.push_parent(new, &new_dir);
+        let (old_parent, old_name) = self.push_parent(&fd, old, &old_dir)?;
+        let new_parent = self.push_parent(&new_descriptor, new, &new_dir);
         let done = match new_parent {
             Ok((new_parent, new_name)) => {
                 let done = HostDescriptor::link_at(
                     &mut self.view,
-                    Resource::new_borrow(old_parent.rep()),
+                    old_parent.borrow(),
                     PathFlags::empty(),
                     old_name,
-                    Resource::new_borrow(new_parent.rep()),
+                    new_parent.borrow(),
                     new_name,
                 )
                 .await;
@@ -402,9 +422,7 @@ impl HostDescriptor for GuardedFs<'_> {
 
     async fn remove_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
         let (parent, name) = self.parent_for_change(&fd, &path, false)?;
-        let done =
-            HostDescriptor::remove_directory_at(&mut self.view, Resource::new_borrow(parent.rep()), name)
-                .await;
+        let done = HostDescriptor::remove_directory_at(&mut self.view, parent.borrow(), name).await;
         self.drop_parent(parent);
         done
     }
@@ -418,14 +436,14 @@ impl HostDescriptor for GuardedFs<'_> {
     ) -> FsResult<()> {
         let (old, old_dir) = self.target_for_change(&fd, &old_path, false)?;
         let (new, new_dir) = self.target_for_change(&new_fd, &new_path, false)?;
-        let (old_parent, old_name) = self.push_parent(old, &old_dir)?;
-        let done = match self.push_parent(new, &new_dir) {
+        let (old_parent, old_name) = self.push_parent(&fd, old, &old_dir)?;
+        let done = match self.push_parent(&new_fd, new, &new_dir) {
             Ok((new_parent, new_name)) => {
                 let done = HostDescriptor::rename_at(
                     &mut self.view,
-                    Resource::new_borrow(old_parent.rep()),
+                    old_parent.borrow(),
                     old_name,
-                    Resource::new_borrow(new_parent.rep()),
+                    new_parent.borrow(),
                     new_name,
                 )
                 .await;
@@ -445,17 +463,14 @@ impl HostDescriptor for GuardedFs<'_> {
         dest_path: String,
     ) -> FsResult<()> {
         let (parent, name) = self.parent_for_change(&fd, &dest_path, false)?;
-        let done =
-            HostDescriptor::symlink_at(&mut self.view, Resource::new_borrow(parent.rep()), src_path, name)
-                .await;
+        let done = HostDescriptor::symlink_at(&mut self.view, parent.borrow(), src_path, name).await;
         self.drop_parent(parent);
         done
     }
 
     async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
         let (parent, name) = self.parent_for_change(&fd, &path, false)?;
-        let done =
-            HostDescriptor::unlink_file_at(&mut self.view, Resource::new_borrow(parent.rep()), name).await;
+        let done = HostDescriptor::unlink_file_at(&mut self.view, parent.borrow(), name).await;
         self.drop_parent(parent);
         done
     }

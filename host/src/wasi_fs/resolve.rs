@@ -10,26 +10,38 @@
 //! so what was checked is what is changed: a symlink swapped in afterwards makes the
 //! operation fail, never land elsewhere.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
 
-use cap_std::fs::{Dir as CapDir, FileType, FileTypeExt};
+use cap_primitives::fs::{FileType, FileTypeExt, FollowSymlinks};
 use wasmtime_wasi::p2::bindings::filesystem::types::ErrorCode;
 
 /// Symlinks followed at most while resolving one path (as Linux: 40).
 const MAX_HOPS: u32 = 40;
 
-/// The place a path names: its parent directory, opened, and the final name.
+/// The place a path names: its parent directory and the final name.
 pub(super) struct Target {
-    /// The parent directory.
-    pub(super) parent: std::fs::File,
+    /// The parent, opened; `None` when it is the guest's handle itself (a path
+    /// with no parent part: the common case costs no extra descriptor).
+    parent: Option<File>,
     /// The final component; `None` when the path names a directory itself (`.`,
     /// `..`, or empty after the parent).
     pub(super) name: Option<OsString>,
 }
 
 impl Target {
+    /// The parent directory: the one opened, or `handle`.
+    pub(super) fn dir<'a>(&'a self, handle: &'a File) -> &'a File {
+        self.parent.as_ref().unwrap_or(handle)
+    }
+
+    /// The parent, when it had to be opened (else the handle is the parent).
+    pub(super) fn into_parent(self) -> Option<File> {
+        self.parent
+    }
+
     /// The final component as the guest string the delegate takes (`.` when the
     /// path names the parent itself).
     pub(super) fn name_str(&self) -> String {
@@ -38,8 +50,8 @@ impl Target {
 
     /// The real host path of what the path names (the parent's path from the
     /// kernel, joined with the name).
-    pub(super) fn real_path(&self) -> Result<PathBuf, ErrorCode> {
-        let parent = real_path(&self.parent)?;
+    pub(super) fn real_path(&self, handle: &File) -> Result<PathBuf, ErrorCode> {
+        let parent = real_path(self.dir(handle))?;
         Ok(match &self.name {
             Some(name) => parent.join(name),
             None => parent,
@@ -47,49 +59,45 @@ impl Target {
     }
 
     /// The type of the final entry without following it, if it exists.
-    pub(super) fn entry_type(&self) -> Option<FileType> {
+    pub(super) fn entry_type(&self, handle: &File) -> Option<FileType> {
         let name = self.name.as_ref()?;
-        let dir = CapDir::from_std_file(self.parent.try_clone().ok()?);
-        dir.symlink_metadata(name).ok().map(|m| m.file_type())
+        let meta = cap_primitives::fs::stat(self.dir(handle), Path::new(name), FollowSymlinks::No).ok()?;
+        Some(meta.file_type())
     }
-}
 
-impl Target {
     /// The real name behind a lossily listed one: when the final name holds U+FFFD
     /// and is not there, the one entry of the parent whose name is not UTF-8 and
     /// shows as this name.
-    pub(super) fn lossy_original(&self) -> Option<OsString> {
+    pub(super) fn lossy_original(&self, handle: &File) -> Option<OsString> {
         let name = self.name.as_ref()?;
-        let dir = CapDir::from_std_file(self.parent.try_clone().ok()?);
-        if dir.symlink_metadata(name).is_ok() {
+        if self.entry_type(handle).is_some() {
             return None;
         }
-        lossy_entry(&dir, name)
+        lossy_entry(self.dir(handle), name)
     }
 
     /// Open the entry `real` of the parent for reading (a regular file or a
     /// directory only).
-    pub(super) fn open_read(&self, real: &std::ffi::OsStr) -> Option<std::fs::File> {
-        let dir = CapDir::from_std_file(self.parent.try_clone().ok()?);
-        let meta = dir.symlink_metadata(real).ok()?;
+    pub(super) fn open_read(&self, handle: &File, real: &OsStr) -> Option<File> {
+        let dir = self.dir(handle);
+        let meta = cap_primitives::fs::stat(dir, Path::new(real), FollowSymlinks::No).ok()?;
         if meta.is_dir() {
-            return dir.open_dir(real).ok().map(CapDir::into_std_file);
+            return cap_primitives::fs::open_dir(dir, Path::new(real)).ok();
         }
         if !meta.is_file() {
             return None;
         }
-        dir.open(real).ok().map(cap_std::fs::File::into_std)
+        cap_primitives::fs::open(dir, Path::new(real), cap_primitives::fs::OpenOptions::new().read(true)).ok()
     }
 }
 
-/// Resolve `path` relative to the directory handle `dir`: its parent opened and the
-/// final name, with a final symlink followed when `follow`.
-pub(super) fn resolve(dir: &std::fs::File, path: &str, follow: bool) -> Result<Target, ErrorCode> {
-    let root = CapDir::from_std_file(dir.try_clone().map_err(io)?);
-    resolve_in(&root, Path::new(path), follow, 0)
+/// Resolve `path` relative to the directory handle `handle`: its parent opened (when
+/// it has one) and the final name, with a final symlink followed when `follow`.
+pub(super) fn resolve(handle: &File, path: &str, follow: bool) -> Result<Target, ErrorCode> {
+    resolve_in(handle, Path::new(path), follow, 0)
 }
 
-fn resolve_in(root: &CapDir, path: &Path, follow: bool, hops: u32) -> Result<Target, ErrorCode> {
+fn resolve_in(handle: &File, path: &Path, follow: bool, hops: u32) -> Result<Target, ErrorCode> {
     if path.as_os_str().is_empty() {
         return Err(ErrorCode::NoEntry);
     }
@@ -97,62 +105,59 @@ fn resolve_in(root: &CapDir, path: &Path, follow: bool, hops: u32) -> Result<Tar
         return Err(ErrorCode::NotPermitted);
     }
     let (parent_rel, name) = split(path);
-    let parent = if parent_rel.as_os_str().is_empty() {
-        root.try_clone().map_err(io)?
-    } else {
-        open_dir(root, &parent_rel)?
-    };
+    let parent = if parent_rel.as_os_str().is_empty() { None } else { Some(open_dir(handle, &parent_rel)?) };
+    let target = Target { parent, name };
     if follow
-        && let Some(name) = &name
-        && let Ok(meta) = parent.symlink_metadata(name)
-        && meta.file_type().is_symlink()
+        && let Some(name) = &target.name
+        && target.entry_type(handle).is_some_and(|t| t.is_symlink())
     {
         if hops >= MAX_HOPS {
             return Err(ErrorCode::Loop);
         }
         // A symlink's text is relative to the directory holding it: resolve it from
         // the handle through that directory, as the kernel would.
-        let link = parent.read_link(name).map_err(io)?;
+        let link = cap_primitives::fs::read_link(target.dir(handle), Path::new(name)).map_err(io)?;
         if link.is_absolute() {
             return Err(ErrorCode::NotPermitted);
         }
-        return resolve_in(root, &parent_rel.join(link), true, hops + 1);
+        return resolve_in(handle, &parent_rel.join(link), true, hops + 1);
     }
-    Ok(Target { parent: parent.into_std_file(), name })
+    Ok(target)
 }
 
-/// Open the directory `rel` beneath `root`; a component that holds U+FFFD and is
+/// Open the directory `rel` beneath `handle`; a component that holds U+FFFD and is
 /// not there is taken as the lossily listed name of the one entry it stands for.
-fn open_dir(root: &CapDir, rel: &Path) -> Result<CapDir, ErrorCode> {
-    match root.open_dir(rel) {
+fn open_dir(handle: &File, rel: &Path) -> Result<File, ErrorCode> {
+    match cap_primitives::fs::open_dir(handle, rel) {
         Ok(dir) => return Ok(dir),
         Err(e) if e.kind() != std::io::ErrorKind::NotFound || !rel.to_string_lossy().contains('\u{fffd}') => {
             return Err(io(e));
         }
         Err(_) => {}
     }
-    let mut dir = root.try_clone().map_err(io)?;
+    let mut dir: Option<File> = None;
     for component in rel.components() {
-        let next = match dir.open_dir(component) {
+        let at = dir.as_ref().unwrap_or(handle);
+        let next = match cap_primitives::fs::open_dir(at, Path::new(component.as_os_str())) {
             Ok(next) => next,
-            Err(e) => match lossy_entry(&dir, component.as_os_str()) {
-                Some(real) => dir.open_dir(real).map_err(io)?,
+            Err(e) => match lossy_entry(at, component.as_os_str()) {
+                Some(real) => cap_primitives::fs::open_dir(at, Path::new(&real)).map_err(io)?,
                 None => return Err(io(e)),
             },
         };
-        dir = next;
+        dir = Some(next);
     }
-    Ok(dir)
+    dir.ok_or(ErrorCode::NoEntry)
 }
 
 /// The one entry of `dir` whose name is not UTF-8 and shows lossily as `shown`.
-fn lossy_entry(dir: &CapDir, shown: &std::ffi::OsStr) -> Option<OsString> {
+fn lossy_entry(dir: &File, shown: &OsStr) -> Option<OsString> {
     let shown = shown.to_str()?;
     if !shown.contains('\u{fffd}') {
         return None;
     }
     let mut found = None;
-    for entry in dir.entries().ok()?.flatten() {
+    for entry in cap_primitives::fs::read_base_dir(dir).ok()?.flatten() {
         let real = entry.file_name();
         if real.to_str().is_none() && real.to_string_lossy() == shown {
             if found.is_some() {
@@ -180,7 +185,7 @@ fn split(path: &Path) -> (PathBuf, Option<OsString>) {
 }
 
 /// The host path of an open file or directory, from the kernel.
-pub(super) fn real_path(file: &std::fs::File) -> Result<PathBuf, ErrorCode> {
+pub(super) fn real_path(file: &File) -> Result<PathBuf, ErrorCode> {
     std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(|_| ErrorCode::Access)
 }
 
@@ -219,11 +224,12 @@ mod tests {
         std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
         let handle = std::fs::File::open(&root).unwrap();
         let t = resolve(&handle, "link", true).unwrap();
-        assert_eq!(t.real_path().unwrap(), root.join("real/sub"));
+        assert_eq!(t.real_path(&handle).unwrap(), root.join("real/sub"));
         let t = resolve(&handle, "link", false).unwrap();
-        assert_eq!(t.real_path().unwrap(), root.join("link"));
+        assert_eq!(t.real_path(&handle).unwrap(), root.join("link"));
+        assert!(t.into_parent().is_none(), "a name with no parent costs no descriptor");
         let t = resolve(&handle, "real/up", true).unwrap();
-        assert_eq!(t.real_path().unwrap(), root.join("x"));
+        assert_eq!(t.real_path(&handle).unwrap(), root.join("x"));
         assert_eq!(t.name_str(), "x");
         assert!(matches!(resolve(&handle, "abs", true), Err(ErrorCode::NotPermitted)));
         assert!(matches!(resolve(&handle, "loop", true), Err(ErrorCode::Loop)));
