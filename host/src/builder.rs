@@ -256,7 +256,11 @@ impl HostBuilder {
             crate::fdlimit::raise_nofile(),
             self.engine.max_concurrent_calls,
         );
+        let shown = &policy.builtins.reveal;
+        let redacted_env: Vec<(String, String)> =
+            self.builtin_env(&policy).into_iter().filter(|(name, _)| !shown.contains(name)).collect();
         Ok(Host {
+            native_redactor: crate::policy::Redactor::new(&redacted_env),
             protected,
             open_handles,
             engine,

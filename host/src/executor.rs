@@ -153,19 +153,38 @@ impl Host {
         };
         let (run, limits, redactor): (_, _, Option<&Redactor>) = match tool.runner() {
             Runner::Native(native) => {
-                let ctx = crate::native::NativeCall { call_id: &call_id, cancel: &call.cancel };
-                let out = native.call(self, args, ctx).await;
+                // The same deadline and cancellation as a component's call.
+                let timeout = host_limits.deadline_for(tool.spec().timeout_ms);
+                let now = Instant::now();
+                let deadline =
+                    now.checked_add(timeout).unwrap_or(now + std::time::Duration::from_secs(1 << 30));
+                let ctx = crate::native::NativeCall { call_id: &call_id, cancel: &call.cancel, deadline };
+                let out = tokio::select! {
+                    biased;
+                    _ = call.cancel.cancelled() => Err(CallError::new(codes::CANCELLED, "")),
+                    _ = tokio::time::sleep_until(deadline.into()) => Err(CallError::new(
+                        codes::TIMEOUT,
+                        format!("the call ran longer than {} ms and was stopped", timeout.as_millis()),
+                    )),
+                    out = native.call(self, args, ctx) => out,
+                };
                 let parts = out.map(|out| Parts {
                     content: out.content,
                     display: None,
                     metadata: out.metadata.map(Metadata::Value),
                 });
-                (parts, host_limits, None)
+                let redactor = native.redacted().then_some(&self.native_redactor);
+                let parts = match redactor {
+                    Some(r) => parts.map_err(|e| redact_error(r, e)).map(|out| redact(r, out)),
+                    None => parts,
+                };
+                (parts, host_limits, redactor)
             }
             Runner::Wasm(plugin) => {
                 let out = self.run_wasm(plugin, tool.spec(), &args, &call_id, &call.cancel).await;
-                let parts = out.map_err(|e| redact_error(plugin, e)).map(|out| redact(plugin, out));
-                (parts, plugin.limits(), Some(plugin.redactor()))
+                let redactor = plugin.redactor();
+                let parts = out.map_err(|e| redact_error(redactor, e)).map(|out| redact(redactor, out));
+                (parts, plugin.limits(), Some(redactor))
             }
         };
         let bounded = run.and_then(|parts| {
@@ -266,8 +285,7 @@ fn unknown_tool(name: &str) -> CallError {
 
 /// `output`'s content and display with the plugin's secrets redacted (its
 /// metadata is redacted when it is bounded).
-fn redact(plugin: &Plugin, mut output: Parts) -> Parts {
-    let redactor = plugin.redactor();
+fn redact(redactor: &Redactor, mut output: Parts) -> Parts {
     if let std::borrow::Cow::Owned(text) = redactor.redact(&output.content) {
         output.content = text;
     }
@@ -279,8 +297,8 @@ fn redact(plugin: &Plugin, mut output: Parts) -> Parts {
     output
 }
 
-fn redact_error(plugin: &Plugin, mut err: CallError) -> CallError {
-    if let std::borrow::Cow::Owned(text) = plugin.redactor().redact(&err.message) {
+fn redact_error(redactor: &Redactor, mut err: CallError) -> CallError {
+    if let std::borrow::Cow::Owned(text) = redactor.redact(&err.message) {
         err.message = text;
     }
     err

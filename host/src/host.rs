@@ -46,6 +46,9 @@ pub struct Host {
     pub(crate) protected: Option<Arc<crate::protect::Protected>>,
     /// Descriptors and directory streams one call may hold open at once.
     pub(crate) open_handles: usize,
+    /// Redacts what the host's own tools return: the builtins' granted values
+    /// (less the ones `reveal` shows on purpose) and secret shapes.
+    pub(crate) native_redactor: crate::policy::Redactor,
 }
 
 impl Host {

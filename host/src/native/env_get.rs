@@ -39,6 +39,10 @@ impl EnvGet {
 }
 
 impl NativeTool for EnvGet {
+    fn redacted(&self) -> bool {
+        false
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "env_get".into(),

@@ -37,6 +37,9 @@ pub(crate) struct NativeCall<'a> {
     pub(crate) call_id: &'a str,
     /// The caller's cancellation.
     pub(crate) cancel: &'a CancellationToken,
+    /// When the call's deadline passes: the executor stops the call there; a tool
+    /// that waits on something (a child) ends it a little before, keeping what it has.
+    pub(crate) deadline: std::time::Instant,
 }
 
 /// A tool implemented in the host. It runs on the caller's task; one that waits
@@ -44,6 +47,12 @@ pub(crate) struct NativeCall<'a> {
 pub(crate) trait NativeTool: Send + Sync {
     /// The tool's spec (computed once, at registration).
     fn spec(&self) -> ToolSpec;
+    /// Whether its output is redacted like every tool's (granted values, secret
+    /// shapes). Only `env_get` says no: showing granted values is what it is for,
+    /// and it masks secret-looking ones itself.
+    fn redacted(&self) -> bool {
+        true
+    }
     /// Run it with validated arguments.
     fn call<'a>(
         &'a self,

@@ -174,7 +174,12 @@ impl NativeTool for RunTests {
                 cwd,
                 env: self.env.clone(),
                 stdin: None,
-                timeout: profile.timeout,
+                // End it before the call's deadline, so the log tail comes back.
+                timeout: profile.timeout.min(
+                    call.deadline
+                        .saturating_duration_since(std::time::Instant::now())
+                        .saturating_sub(std::time::Duration::from_millis(300)),
+                ),
                 max_output: self.runtime.settings().limits.output_bytes as usize,
                 merge_stderr: true,
                 writable: true,
