@@ -164,3 +164,9 @@ pub fn toolchain(relative: &str) -> PathBuf {
     );
     path
 }
+
+/// Whether the tests run as root (some confinement checks differ there).
+pub fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+}

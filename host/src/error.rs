@@ -114,7 +114,7 @@ pub enum LoadError {
         /// What is wrong.
         why: String,
     },
-    /// The plugin's tool list passes one of the host's bounds ([`crate::spec`]:
+    /// The plugin's tool list passes one of the host's bounds (the tool-list bounds:
     /// tools per plugin, name, description and schema length, schema nesting,
     /// the whole list's size), checked before any of it is parsed.
     #[error("tool_list_too_large: {plugin}: {why}")]
@@ -148,7 +148,7 @@ pub enum LoadError {
     },
     /// The policy file is malformed.
     #[error(transparent)]
-    Policy(#[from] crate::policy::PolicyError),
+    Policy(#[from] PolicyError),
 }
 
 impl LoadError {
@@ -159,4 +159,52 @@ impl LoadError {
     pub(crate) fn compile(err: wasmtime::Error) -> Self {
         Self::Compile(format!("{err:#}"))
     }
+}
+
+/// Why the policy could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// The file could not be read.
+    #[error("policy {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is malformed: an unknown key, a bad value or pattern.
+    #[error("policy {path}, line {line}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// 1-based line of the offending key or value.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A policy file inside the work dir widens what tools may do, and the user has
+    /// not trusted these bytes (a tool, or a cloned repository, may have written it).
+    #[error(
+        "policy {path} is not trusted and would grant: {}. A tool or a cloned repository may have \
+         written it. Review it, then run `toolhost trust` in that work dir to accept these exact bytes \
+         (sha256 {sha256})",
+        widens.join("; ")
+    )]
+    Untrusted {
+        /// The file.
+        path: String,
+        /// The sha256 of its bytes.
+        sha256: String,
+        /// What it grants beyond the defaults.
+        widens: Vec<String>,
+    },
+    /// The file could not be written.
+    #[error("policy {path}: cannot save: {message}")]
+    Write {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
 }

@@ -2,16 +2,17 @@
 //!
 //! The stages, and how often each runs:
 //!
-//! 1. [`engine`] — once per host: the wasmtime engine (fuel, epoch
+//! 1. the [`Engine`] — once per host: the wasmtime engine (fuel, epoch
 //!    interruption, pooling allocator), its epoch ticker, the compile cache.
-//! 2. [`plugin`] — once per plugin: hash, compile (or load from the cache),
-//!    check imports, prepare an `InstancePre`, list the tools; [`registry`]
+//! 2. each [`Plugin`] — once per plugin: hash, compile (or load from the cache),
+//!    check imports, prepare an `InstancePre`, list the tools; the [`Registry`]
 //!    compiles each tool's argument schema.
-//! 3. [`sandbox`] — once per call: a fresh store and instance with only the
-//!    granted capabilities, under memory, fuel, deadline and output limits.
+//! 3. a fresh store and instance per call, with only the capabilities the call
+//!    holds, under memory, fuel, deadline and output limits.
 //!
-//! [`Host::execute`] ([`executor`]) is the one entry point for a call; it
-//! never fails and never panics.
+//! [`Host::execute`] is the one entry point for a call (the same pipeline for a
+//! component's tool and the host's own); it never fails and never panics.
+//! [`HostBuilder`] makes a host; ARCHITECTURE.md maps the modules.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), toolhost::LoadError> {
@@ -22,47 +23,45 @@
 //! # Ok(()) }
 //! ```
 
-pub mod args;
-mod authorize;
-pub mod batch;
 mod bindings;
-mod builder;
-mod builtins;
-mod cache;
-pub mod engine;
-pub mod error;
-pub mod exec;
-pub mod executor;
-mod fdlimit;
-pub mod fetch;
-mod files;
-pub mod grants;
-mod host;
-pub mod hostfs;
-mod ids;
-pub mod limits;
-pub mod mcp;
+mod call;
+mod engine;
+mod error;
+mod imports;
+mod limits;
+mod load;
 mod native;
-pub mod output;
-mod pipe;
-pub mod plugin;
+mod output;
 pub mod policy;
-pub mod protect;
-pub mod registry;
-pub mod sandbox;
-pub mod spec;
-pub mod wasi_fs;
+mod protect;
+mod sandbox;
+mod serve;
 
-pub use authorize::PermissionNote;
+// What an embedder uses, by stage: the host and its calls; loading and looking at
+// plugins; the grants and limits a plugin gets; the capabilities' settings; the
+// policy (its own module: files, rules, trust, approvals); serving over MCP.
+pub use call::authorize::PermissionNote;
+pub use call::builder::HostBuilder;
+pub use call::executor::{ToolCall, ToolResult};
+pub use call::host::Host;
 pub use engine::{Engine, EngineSettings};
-pub use error::{CallError, LoadError, codes};
-pub use executor::{ToolCall, ToolResult};
-pub use fetch::{HostPattern, NetGrant, NetworkSettings};
-pub use grants::{FsAccess, PluginGrants, Sockets};
-pub use host::{Host, HostBuilder};
+pub use error::{CallError, LoadError, PolicyError, codes};
+pub use imports::exec::{
+    ChildLimits, ExecGrant, ExecRuntime, ExecSettings, ProcessInfo, ProcessState, SYSTEM_PATH,
+};
+pub use imports::fetch::{
+    Connect, Connector, FetchClient, FetchError, FetchRequest, FetchResponse, HostPattern, Lookup, NetGrant,
+    NetworkSettings, Resolver, SystemResolver, TcpConnector,
+};
 pub use limits::Limits;
-pub use mcp::{ToolhostServer, serve_stdio};
-pub use native::READ_OUTPUT;
-pub use policy::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, PolicyError};
-pub use spec::{ToolDefinition, ToolSpec};
+pub use load::capabilities::Requested;
+pub use load::inspect::{Inspection, inspect_file};
+pub use load::plugin::Plugin;
+pub use load::registry::{NATIVE_SOURCE, Registry, Tool};
+pub use load::spec::{ToolDefinition, ToolSpec};
+pub use output::{Omitted, OutputStore, Part, READ_OUTPUT};
+pub use policy::grants::{FsGrant, GrantSource, PluginGrants, Sockets};
+pub use policy::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, Redactor};
+pub use protect::hostfs;
+pub use serve::mcp::{ToolhostServer, serve_stdio};
 pub use tokio_util::sync::CancellationToken;

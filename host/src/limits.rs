@@ -3,10 +3,10 @@
 //! where the rest is kept) and leaves the host serving. Also the cheap scan that
 //! checks a JSON text's nesting before anything parses it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Descriptors and directory streams one call may hold open at once, by default.
-pub const DEFAULT_OPEN_HANDLES: usize = 1024;
+pub(crate) const DEFAULT_OPEN_HANDLES: usize = 1024;
 
 /// What one call may use, and how much of each part of its result the caller
 /// sees. Every field has a default a user can override (the CLI flags and the
@@ -72,6 +72,33 @@ impl Limits {
             .map(|ms| Duration::from_millis(ms.into()))
             .unwrap_or(self.timeout)
             .min(self.max_timeout)
+    }
+}
+
+/// When one call must be over: fixed once, when the call starts running, and
+/// handed down to everything that waits on its behalf (the sandbox, a fetch, a
+/// child, a native tool), so there is one clock for the whole call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline {
+    /// The instant the call is stopped at.
+    pub at: Instant,
+    /// How long the call was given (for messages).
+    pub budget: Duration,
+}
+
+impl Deadline {
+    /// `budget` from now (a budget too long to represent is as good as none).
+    pub(crate) fn after(budget: Duration) -> Self {
+        let now = Instant::now();
+        Self { at: now.checked_add(budget).unwrap_or(now + Duration::from_secs(1 << 30)), budget }
+    }
+
+    /// The `timeout` error of a call stopped at this deadline.
+    pub(crate) fn exceeded(&self) -> crate::error::CallError {
+        crate::error::CallError::new(
+            crate::error::codes::TIMEOUT,
+            format!("the call ran longer than {} ms and was stopped", self.budget.as_millis()),
+        )
     }
 }
 

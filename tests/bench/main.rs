@@ -303,7 +303,7 @@ async fn fetch() {
     let mut bare = Vec::with_capacity(N);
     for i in 0..N + 20 {
         let started = Instant::now();
-        let mut req = toolhost::fetch::FetchRequest::get(url.clone());
+        let mut req = toolhost::FetchRequest::get(url.clone());
         req.max_bytes = Some(2 << 20);
         let r = pinned.fetch(&grant, req, None).await.expect("pinned fetch");
         let took = started.elapsed();
@@ -381,7 +381,7 @@ async fn policy() {
     }
     report("permissions: decide a read (no deny rules)", samples);
 
-    let redactor = toolhost::policy::Redactor::new(&[("API_TOKEN".into(), "not-in-the-text-1234".into())]);
+    let redactor = toolhost::Redactor::new(&[("API_TOKEN".into(), "not-in-the-text-1234".into())]);
     for (label, size) in [("redact 1 KB of output", 1usize << 10), ("redact 1 MB of output", 1 << 20)] {
         let line = "an ordinary line of tool output, nothing secret here\n";
         let output = line.repeat(size / line.len() + 1);
@@ -445,7 +445,7 @@ async fn exec() {
         .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
         .mode(toolhost::Mode::Yolo)
         .plugin_file(EXEC_WASM)
-        .plugin_exec(toolhost::exec::ExecGrant { programs: vec!["true".into()], ..Default::default() })
+        .plugin_exec(toolhost::ExecGrant { programs: vec!["true".into()], ..Default::default() })
         .build()
         .await
         .expect("host builds");
@@ -491,7 +491,7 @@ async fn exec() {
         .work_dir(dir.path())
         .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
         .mode(toolhost::Mode::Yolo)
-        .builtin_exec(toolhost::exec::ExecGrant { shell: true, unconfined: true, ..Default::default() })
+        .builtin_exec(toolhost::ExecGrant { shell: true, unconfined: true, ..Default::default() })
         .build()
         .await
         .expect("host builds");

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use toolhost::exec::{ChildLimits, ExecGrant, ExecSettings, ProcessState, SYSTEM_PATH};
 use toolhost::{CancellationToken, Host, HostBuilder, Limits, Mode, ToolCall, ToolResult};
+use toolhost::{ChildLimits, ExecGrant, ExecSettings, ProcessState, SYSTEM_PATH};
 use toolhost_tests::{EXEC_WASM, test_engine_settings};
 
 /// The name the test guest is loaded under.
@@ -1029,7 +1029,7 @@ const NON_ROOT_RUN: &str = "TOOLHOST_TEST_NON_ROOT";
 /// again, as uid 65534, in a copy of this test binary.
 #[test]
 fn the_non_root_fallback_contains_and_cleans_up_too() {
-    if std::env::var_os(NON_ROOT_RUN).is_some() || !toolhost::exec::confine::is_root() {
+    if std::env::var_os(NON_ROOT_RUN).is_some() || !toolhost_tests::is_root() {
         return;
     }
     let Some(setpriv) = ["/usr/bin/setpriv", "/bin/setpriv"].into_iter().find(|p| Path::new(p).exists())
@@ -1057,4 +1057,34 @@ fn the_non_root_fallback_contains_and_cleans_up_too() {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "as uid 65534:\n{text}");
     assert!(text.contains("4 passed"), "the four tests ran as uid 65534:\n{text}");
+}
+
+/// A failed command's whole log is kept before the model's copy is cut: the error
+/// names `read_output` with the call id and part, and every line reads back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_commands_whole_log_is_stored_before_it_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = builtin_host(dir.path()).await;
+    // About 2.3 MB of log, then a failure.
+    let r = host
+        .execute(
+            ToolCall::new("terminal", json!({"command": "seq 1 350000; echo build-failed >&2; exit 1"}))
+                .with_id("fail-log"),
+        )
+        .await;
+    assert_eq!(code(&r), "command_failed", "{:?}", r.error);
+    let shown = message(&r);
+    assert!(shown.len() < 40_000, "the model's copy is cut: {} bytes", shown.len());
+    assert!(shown.contains("read_output") && shown.contains("fail-log"), "the marker names where it is kept");
+    assert!(shown.contains("build-failed") && shown.contains("[exit 1]"), "the tail stays in view");
+    for line in [1, 175_000, 350_000] {
+        let back = host
+            .execute(ToolCall::new(
+                "read_output",
+                json!({"call_id": "fail-log", "part": "error", "pattern": format!("^{line}$"), "limit": 1}),
+            ))
+            .await;
+        assert!(back.ok, "{:?}", back.error);
+        assert!(back.output.contains(&line.to_string()), "line {line} is kept: {}", back.output);
+    }
 }

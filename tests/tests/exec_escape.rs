@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost::exec::{ExecGrant, ExecSettings};
+use toolhost::{ExecGrant, ExecSettings};
 use toolhost::{Host, Mode, Policy, ToolCall, ToolResult};
 use toolhost_tests::{EXEC_WASM, test_engine_settings, toolhost_bin};
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use toolhost::exec::{ExecGrant, ExecSettings};
+use toolhost::{ExecGrant, ExecSettings};
 use toolhost::{Host, LoadError, Mode, Policy, ToolCall, ToolResult};
 use toolhost_tests::{EXEC_WASM, test_engine_settings};
 
@@ -214,7 +214,7 @@ async fn env_get_shows_granted_names_and_masks_secrets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_fails_closed_when_children_cannot_be_confined_unless_unconfined_is_explicit() {
-    if !toolhost::exec::confine::is_root() {
+    if !toolhost_tests::is_root() {
         eprintln!("skipped: the cgroup requirement applies to a host running as root");
         return;
     }
@@ -263,7 +263,7 @@ async fn the_builtins_run_only_what_their_grant_lists() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_child_cgroup_is_left_behind_even_when_a_spawn_fails() {
-    if !toolhost::exec::confine::is_root() {
+    if !toolhost_tests::is_root() {
         eprintln!("skipped: pids cgroups are made by a host running as root");
         return;
     }

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use toolhost::fetch::{Connect, Connector, Lookup, Resolver};
 use toolhost::{CancellationToken, Host, HostPattern, LoadError, NetworkSettings, ToolCall, ToolResult};
+use toolhost::{Connect, Connector, Lookup, Resolver};
 use toolhost_tests::{HOSTILE_WASM, NET_WASM, test_engine_settings, toolhost_bin};
 
 /// A public-looking address the connector serves from the loopback test server.

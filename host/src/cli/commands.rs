@@ -140,6 +140,6 @@ pub(crate) async fn call(
 pub(crate) async fn serve(args: &HostArgs) -> anyhow::Result<ExitCode> {
     // stdin is the protocol: nobody can be asked on it.
     let host = args.build(false).await?;
-    toolhost::mcp::serve_stdio(std::sync::Arc::new(host)).await?;
+    toolhost::serve_stdio(std::sync::Arc::new(host)).await?;
     Ok(ExitCode::SUCCESS)
 }

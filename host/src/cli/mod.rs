@@ -135,7 +135,7 @@ pub(crate) struct HostArgs {
 }
 
 pub(crate) fn program_name(name: &str) -> Result<String, String> {
-    toolhost::exec::ExecGrant::valid_program_name(name).map(|()| name.to_string())
+    toolhost::ExecGrant::valid_program_name(name).map(|()| name.to_string())
 }
 
 impl HostArgs {
@@ -172,7 +172,7 @@ impl HostArgs {
             .network(network)
             .policy(policy)
             .stub_sockets(self.stub_sockets)
-            .plugin_exec(toolhost::exec::ExecGrant {
+            .plugin_exec(toolhost::ExecGrant {
                 programs: self.allow_programs.clone(),
                 shell: self.allow_shell,
                 unconfined: false,

@@ -8,11 +8,11 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use serde_json::json;
-use toolhost::exec::ExecGrant;
-use toolhost::grants::GrantSource;
-use toolhost::plugin::Inspection;
+use toolhost::ExecGrant;
+use toolhost::GrantSource;
+use toolhost::Inspection;
 use toolhost::policy::{POLICY_FILE, PluginEntryDraft};
-use toolhost::{Engine, EngineSettings, FsAccess, Host, HostPattern, Limits, PluginGrants, Sockets};
+use toolhost::{Engine, EngineSettings, FsGrant, HostPattern, Limits, PluginGrants, Sockets};
 
 /// The grants to write into (or judge) a component's policy entry.
 #[derive(Args, Clone)]
@@ -28,7 +28,7 @@ pub(crate) struct EntryArgs {
     work_dir: PathBuf,
     /// Work dir access: none, read or read-write (default: what its tools need).
     #[arg(long, value_parser = parse_fs)]
-    filesystem: Option<FsAccess>,
+    filesystem: Option<FsGrant>,
     /// A host its fetch may reach (repeatable).
     #[arg(long = "allow-host", value_name = "PATTERN", value_parser = HostPattern::parse)]
     hosts: Vec<HostPattern>,
@@ -43,11 +43,11 @@ pub(crate) struct EntryArgs {
     allow_shell: bool,
 }
 
-fn parse_fs(s: &str) -> Result<FsAccess, String> {
+fn parse_fs(s: &str) -> Result<FsGrant, String> {
     match s {
-        "none" => Ok(FsAccess::None),
-        "read" => Ok(FsAccess::Read),
-        "read-write" => Ok(FsAccess::ReadWrite),
+        "none" => Ok(FsGrant::None),
+        "read" => Ok(FsGrant::Read),
+        "read-write" => Ok(FsGrant::ReadWrite),
         _ => Err(format!("`{s}`: expected none, read or read-write")),
     }
 }
@@ -67,9 +67,9 @@ impl EntryArgs {
         // The programs a component starts run in the work dir: exec needs it too.
         let uses_work_dir = report.requested.filesystem || report.requested.exec;
         let filesystem = self.filesystem.unwrap_or(match (uses_work_dir, writes) {
-            (false, _) => FsAccess::None,
-            (true, false) => FsAccess::Read,
-            (true, true) => FsAccess::ReadWrite,
+            (false, _) => FsGrant::None,
+            (true, false) => FsGrant::Read,
+            (true, true) => FsGrant::ReadWrite,
         });
         let policy = self.policy_path();
         let dir = policy.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -100,14 +100,14 @@ impl EntryArgs {
 /// Inspect `file`, judging it against the grants its entry would have.
 async fn examine(file: &Path, args: &EntryArgs) -> anyhow::Result<(Inspection, PluginEntryDraft)> {
     let engine = Engine::new(&EngineSettings::default())?;
-    let first = Host::inspect(&engine, file, None).await?;
+    let first = toolhost::inspect_file(&engine, file, None).await?;
     let draft = args.draft(file, &first)?;
     let mut grants = PluginGrants::new(GrantSource::Policy { name: draft.name.clone() }, Limits::default());
     grants.fs = draft.filesystem;
     grants.net.hosts = args.hosts.clone();
     grants.sockets = draft.sockets;
     grants.exec = draft.exec.clone();
-    let report = Host::inspect(&engine, file, Some(&grants)).await?;
+    let report = toolhost::inspect_file(&engine, file, Some(&grants)).await?;
     Ok((report, draft))
 }
 

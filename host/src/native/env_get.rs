@@ -10,9 +10,8 @@ use serde_json::{Value, json};
 
 use super::{NativeCall, NativeOutput, NativeTool};
 use crate::error::CallError;
-use crate::host::Host;
+use crate::load::spec::ToolSpec;
 use crate::policy::env::looks_secret;
-use crate::spec::ToolSpec;
 
 /// The tool, with the granted variables and the names it may reveal.
 pub(crate) struct EnvGet {
@@ -67,7 +66,6 @@ impl NativeTool for EnvGet {
 
     fn call<'a>(
         &'a self,
-        _host: &'a Host,
         args: Value,
         _call: NativeCall<'a>,
     ) -> BoxFuture<'a, Result<NativeOutput, CallError>> {

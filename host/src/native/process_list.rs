@@ -10,9 +10,8 @@ use serde_json::{Value, json};
 
 use super::{NativeCall, NativeOutput, NativeTool};
 use crate::error::CallError;
-use crate::exec::{ExecRuntime, ProcessState};
-use crate::host::Host;
-use crate::spec::ToolSpec;
+use crate::imports::exec::{ExecRuntime, ProcessState};
+use crate::load::spec::ToolSpec;
 
 /// The tool; it reads the runtime's process table.
 pub(crate) struct ProcessList {
@@ -52,7 +51,6 @@ impl NativeTool for ProcessList {
 
     fn call<'a>(
         &'a self,
-        _host: &'a Host,
         args: Value,
         _call: NativeCall<'a>,
     ) -> BoxFuture<'a, Result<NativeOutput, CallError>> {

@@ -13,12 +13,8 @@ use serde_json::{Value, json};
 
 use super::{NativeCall, NativeOutput, NativeTool};
 use crate::error::{CallError, codes};
-use crate::host::Host;
-use crate::output::Part;
-use crate::spec::ToolSpec;
-
-/// Name of the tool that reads back stored outputs.
-pub const READ_OUTPUT: &str = "read_output";
+use crate::load::spec::ToolSpec;
+use crate::output::{OutputStore, Part, READ_OUTPUT};
 
 /// Bytes of the clamp budget left for the notes after the lines.
 const NOTE_ROOM: usize = 512;
@@ -29,7 +25,12 @@ const SHOWN_ID: usize = 128;
 
 /// `read_output`: a window of lines, or the lines matching a regex, of the
 /// full text of a part of an earlier call's result.
-pub(crate) struct ReadOutput;
+pub(crate) struct ReadOutput {
+    /// The host's store of full outputs.
+    pub(crate) outputs: std::sync::Arc<OutputStore>,
+    /// The host's clamp: a reply stops just under it.
+    pub(crate) clamp_bytes: usize,
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,27 +90,28 @@ impl NativeTool for ReadOutput {
 
     fn call<'a>(
         &'a self,
-        host: &'a Host,
         args: Value,
         _call: NativeCall<'a>,
     ) -> BoxFuture<'a, Result<NativeOutput, CallError>> {
-        Box::pin(async move { read(host, args) })
+        Box::pin(async move { self.read(args) })
     }
 }
 
-fn read(host: &Host, args: Value) -> Result<NativeOutput, CallError> {
-    let args: Args = super::parse_args(args)?;
-    let Some(full) = host.outputs().get_part(&args.call_id, args.part) else {
-        return Err(miss(&args.call_id, args.part));
-    };
-    let budget = host.limits().clamp_bytes.saturating_sub(NOTE_ROOM).max(MIN_BUDGET);
-    let (content, mut metadata) = match &args.pattern {
-        Some(pattern) => matches(&full, &args, pattern, budget)?,
-        None => window(&full, &args, budget)?,
-    };
-    metadata["call_id"] = json!(args.call_id);
-    metadata["part"] = json!(args.part.as_str());
-    Ok(NativeOutput { content, metadata: Some(metadata) })
+impl ReadOutput {
+    fn read(&self, args: Value) -> Result<NativeOutput, CallError> {
+        let args: Args = super::parse_args(args)?;
+        let Some(full) = self.outputs.get_part(&args.call_id, args.part) else {
+            return Err(miss(&args.call_id, args.part));
+        };
+        let budget = self.clamp_bytes.saturating_sub(NOTE_ROOM).max(MIN_BUDGET);
+        let (content, mut metadata) = match &args.pattern {
+            Some(pattern) => matches(&full, &args, pattern, budget)?,
+            None => window(&full, &args, budget)?,
+        };
+        metadata["call_id"] = json!(args.call_id);
+        metadata["part"] = json!(args.part.as_str());
+        Ok(NativeOutput { content, metadata: Some(metadata) })
+    }
 }
 
 fn miss(call_id: &str, part: Part) -> CallError {

@@ -12,10 +12,9 @@ use serde_json::{Value, json};
 
 use super::{NativeCall, NativeOutput, NativeTool};
 use crate::error::{CallError, codes};
-use crate::exec::{ExecGrant, ExecRuntime, SpawnRequest};
-use crate::host::Host;
+use crate::imports::exec::{ExecGrant, ExecRuntime, SpawnRequest};
+use crate::load::spec::ToolSpec;
 use crate::policy::TestProfile;
-use crate::spec::ToolSpec;
 
 /// Bytes of the end of the log kept in the result.
 const TAIL_BYTES: usize = 8_000;
@@ -111,7 +110,6 @@ impl NativeTool for RunTests {
 
     fn call<'a>(
         &'a self,
-        _host: &'a Host,
         args: Value,
         call: NativeCall<'a>,
     ) -> BoxFuture<'a, Result<NativeOutput, CallError>> {

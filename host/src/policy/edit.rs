@@ -1,6 +1,6 @@
 //! Writing the policy file: a plugin entry (`toolhost add`) or an allow rule (an
 //! "always" answer). The file is edited in place — comments and layout kept — and
-//! replaced atomically ([`crate::hostfs::write_atomic`]: a planted symlink or temp
+//! replaced atomically ([`crate::protect::hostfs::write_atomic`]: a planted symlink or temp
 //! name is replaced, never written through), so a crash leaves the old file or the
 //! new one.
 
@@ -9,7 +9,7 @@ use std::path::Path;
 use toml_edit::{Array, DocumentMut, Item, Table, value};
 
 use super::PolicyError;
-use crate::grants::{FsAccess, Sockets};
+use crate::policy::grants::{FsGrant, Sockets};
 
 /// A `[plugins.NAME]` entry to write.
 #[derive(Debug, Clone)]
@@ -21,7 +21,7 @@ pub struct PluginEntryDraft {
     /// Its sha256.
     pub sha256: String,
     /// Work dir access.
-    pub filesystem: FsAccess,
+    pub filesystem: FsGrant,
     /// Hosts its fetch may reach.
     pub network: Vec<String>,
     /// Env names.
@@ -29,7 +29,7 @@ pub struct PluginEntryDraft {
     /// Socket imports.
     pub sockets: Sockets,
     /// Programs it may start (written only when it grants something).
-    pub exec: crate::exec::ExecGrant,
+    pub exec: crate::imports::exec::ExecGrant,
 }
 
 /// Add (or replace) the entry `draft` in the policy file at `path` (created if missing).
@@ -81,7 +81,7 @@ pub fn add_allow_rule(path: &Path, rule: &str) -> Result<(), PolicyError> {
 }
 
 fn read_doc(path: &Path) -> Result<DocumentMut, PolicyError> {
-    let text = crate::hostfs::read_text(path, super::MAX_POLICY_BYTES)
+    let text = crate::protect::hostfs::read_text(path, super::MAX_POLICY_BYTES)
         .map_err(|source| PolicyError::Read { path: path.display().to_string(), source })?
         .unwrap_or_default();
     // Refuse to rewrite a file the host could not read back.
@@ -93,9 +93,10 @@ fn write_doc(path: &Path, doc: &DocumentMut) -> Result<(), PolicyError> {
     let text = doc.to_string();
     super::Policy::parse(&text, path)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
-        crate::hostfs::create_private_dir(dir).map_err(|e| write_err(path, &e.to_string()))?;
+        crate::protect::hostfs::create_private_dir(dir).map_err(|e| write_err(path, &e.to_string()))?;
     }
-    crate::hostfs::write_atomic(path, text.as_bytes(), None).map_err(|e| write_err(path, &e.to_string()))
+    crate::protect::hostfs::write_atomic(path, text.as_bytes(), None)
+        .map_err(|e| write_err(path, &e.to_string()))
 }
 
 fn write_err(path: &Path, message: &str) -> PolicyError {
@@ -117,11 +118,11 @@ mod tests {
             name: "wc".into(),
             source: "wc.wasm".into(),
             sha256: "a".repeat(64),
-            filesystem: FsAccess::Read,
+            filesystem: FsGrant::Read,
             network: vec![],
             env: vec!["LANG".into()],
             sockets: Sockets::Stub,
-            exec: crate::exec::ExecGrant {
+            exec: crate::imports::exec::ExecGrant {
                 programs: vec!["git".into()],
                 shell: false,
                 unconfined: false,

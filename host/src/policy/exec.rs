@@ -12,7 +12,7 @@
 //! max-children = 4
 //! path = ["/root/.cargo/bin"]           # searched after the system dirs
 //! read-dirs = ["/root/.rustup"]         # children may read (and run) these too
-//! limits = { cpu-seconds = 600, memory-mib = 4096, file-size-mib = 1024, processes = 256, output-bytes = 1048576 }
+//! limits = { cpu-seconds = 600, memory-mib = 4096, file-size-mib = 1024, processes = 256, output-bytes = 4194304 }
 //!
 //! [tests.unit]
 //! command = "cargo"
@@ -29,7 +29,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::env::EnvName;
-use crate::exec::{ChildLimits, ExecGrant, ExecSettings};
+use crate::imports::exec::{ChildLimits, ExecGrant, ExecSettings};
 
 /// What the builtin tools get: the variables they (and their children) see, the ones
 /// `env_get` may show although they look secret, and what `terminal` and `git` may run.

@@ -12,8 +12,8 @@ use super::env::EnvName;
 use super::exec::{RawBuiltins, RawExec, RawExecGrant, RawTest};
 use super::rules::Rule;
 use super::{LimitOverrides, Mode, PluginEntry, Policy, PolicyError, Sections};
-use crate::fetch::HostPattern;
-use crate::grants::{FsAccess, Sockets};
+use crate::imports::fetch::HostPattern;
+use crate::policy::grants::{FsGrant, Sockets};
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -46,7 +46,7 @@ struct RawPlugin {
     source: Spanned<String>,
     sha256: Spanned<String>,
     #[serde(default = "no_fs")]
-    filesystem: FsAccess,
+    filesystem: FsGrant,
     #[serde(default)]
     read_dirs: Vec<Spanned<String>>,
     #[serde(default)]
@@ -60,8 +60,8 @@ struct RawPlugin {
     exec: Option<RawExecGrant>,
 }
 
-fn no_fs() -> FsAccess {
-    FsAccess::None
+fn no_fs() -> FsGrant {
+    FsGrant::None
 }
 
 #[derive(Deserialize, Default)]

@@ -7,7 +7,7 @@
 //! (builtins only, `default` mode, no rules). Only the user changes them — by editing,
 //! with `toolhost add` or `toolhost trust`, or by answering "always" to the
 //! [`Approver`]. No tool, plugin or MCP request can: the files are protected paths
-//! at every layer that writes ([`crate::protect`]), and the host reads them once, at
+//! at every layer that writes (the protected paths), and the host reads them once, at
 //! start.
 //!
 //! ```toml
@@ -35,7 +35,7 @@
 //!
 //! Modules: `file` (parsing), [`sources`] (which files, trust, merging), [`trust`]
 //! (the config dir: private policies and trust records), [`rules`],
-//! [`permissions`], [`approver`], [`env`], [`redact`], `edit` (writing entries and
+//! [`permissions`], `approver`, [`env`](mod@env), [`redact`], [`grants`], `edit` (writing entries and
 //! rules back, comments kept).
 
 mod approver;
@@ -43,6 +43,7 @@ mod edit;
 pub mod env;
 pub mod exec;
 mod file;
+pub mod grants;
 pub mod permissions;
 pub mod redact;
 pub mod rules;
@@ -52,6 +53,7 @@ pub mod trust;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use crate::error::PolicyError;
 pub use approver::{Approval, ApprovalRequest, Approver};
 pub use edit::{PluginEntryDraft, add_allow_rule, write_plugin_entry};
 pub use exec::{BuiltinsPolicy, TestProfile};
@@ -60,63 +62,15 @@ pub use redact::Redactor;
 pub use rules::Rule;
 pub use trust::ConfigDir;
 
-use crate::fetch::{HostPattern, NetGrant};
-use crate::grants::{FsAccess, GrantSource, PluginGrants, Sockets};
+use crate::imports::fetch::{HostPattern, NetGrant};
 use crate::limits::Limits;
+use crate::policy::grants::{FsGrant, GrantSource, PluginGrants, Sockets};
 
 /// The policy file's name in the work dir.
 pub const POLICY_FILE: &str = "toolhost.toml";
 
 /// Largest policy file read.
 pub const MAX_POLICY_BYTES: u64 = 1 << 20;
-
-/// Why the policy could not be read or written.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PolicyError {
-    /// The file could not be read.
-    #[error("policy {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The file is malformed: an unknown key, a bad value or pattern.
-    #[error("policy {path}, line {line}: {message}")]
-    Invalid {
-        /// The file.
-        path: String,
-        /// 1-based line of the offending key or value.
-        line: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// A policy file inside the work dir widens what tools may do, and the user has
-    /// not trusted these bytes (a tool, or a cloned repository, may have written it).
-    #[error(
-        "policy {path} is not trusted and would grant: {}. A tool or a cloned repository may have \
-         written it. Review it, then run `toolhost trust` in that work dir to accept these exact bytes \
-         (sha256 {sha256})",
-        widens.join("; ")
-    )]
-    Untrusted {
-        /// The file.
-        path: String,
-        /// The sha256 of its bytes.
-        sha256: String,
-        /// What it grants beyond the defaults.
-        widens: Vec<String>,
-    },
-    /// The file could not be written.
-    #[error("policy {path}: cannot save: {message}")]
-    Write {
-        /// The file.
-        path: String,
-        /// Why.
-        message: String,
-    },
-}
 
 /// Per-plugin limit overrides (unset: the host's limits).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -162,7 +116,7 @@ pub struct PluginEntry {
     /// The sha256 its bytes must have.
     pub sha256: String,
     /// Work dir access (default `none`).
-    pub filesystem: FsAccess,
+    pub filesystem: FsGrant,
     /// Extra read-only dirs.
     pub read_dirs: Vec<PathBuf>,
     /// Hosts its fetch may reach.
@@ -172,7 +126,7 @@ pub struct PluginEntry {
     /// What its `wasi:sockets` imports get.
     pub sockets: Sockets,
     /// The programs it may start.
-    pub exec: crate::exec::ExecGrant,
+    pub exec: crate::imports::exec::ExecGrant,
     /// Its limits.
     pub limits: LimitOverrides,
 }
@@ -236,7 +190,7 @@ pub struct Policy {
     /// What the builtin tools see and may run.
     pub builtins: BuiltinsPolicy,
     /// How children are bounded.
-    pub exec: crate::exec::ExecSettings,
+    pub exec: crate::imports::exec::ExecSettings,
     /// What `run_tests` may run.
     pub tests: Vec<TestProfile>,
 }
@@ -252,7 +206,7 @@ impl Policy {
     /// [`MAX_POLICY_BYTES`] is refused.
     pub fn load(path: &Path) -> Result<Self, PolicyError> {
         let read = |source| PolicyError::Read { path: path.display().to_string(), source };
-        let text = crate::hostfs::read_text(path, MAX_POLICY_BYTES)
+        let text = crate::protect::hostfs::read_text(path, MAX_POLICY_BYTES)
             .map_err(read)?
             .ok_or_else(|| read(std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")))?;
         Self::parse(&text, path)

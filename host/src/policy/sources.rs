@@ -17,7 +17,7 @@ use std::path::Path;
 
 use super::trust::{ConfigDir, sha256_hex};
 use super::{MAX_POLICY_BYTES, Mode, POLICY_FILE, Policy, PolicyError};
-use crate::hostfs;
+use crate::protect::hostfs;
 
 impl Policy {
     /// The policy for a host in `work_dir` (see the module docs), with the user's

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::hostfs;
+use crate::protect::hostfs;
 
 /// Largest trust record read.
 const RECORD_BYTES: u64 = 64 << 10;

@@ -1,0 +1,99 @@
+//! Authorizing a call, between argument validation and the sandbox: the
+//! permissions decide, the approver answers what they leave open (one question at
+//! a time), and a denied call never enters its plugin.
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::call::host::Host;
+use crate::error::{CallError, codes};
+use crate::load::registry::Tool;
+use crate::policy::{Approval, ApprovalRequest, Decision};
+
+/// What the permissions decided about a call, and why; part of every result that got
+/// that far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PermissionNote {
+    /// Whether the call was allowed to run.
+    pub allowed: bool,
+    /// Why (`read-only tool`, `rule deny write_file(path=.env)`, `approved once`, …).
+    pub reason: String,
+}
+
+impl PermissionNote {
+    fn allow(reason: impl Into<String>) -> Self {
+        Self { allowed: true, reason: reason.into() }
+    }
+
+    fn deny(reason: impl Into<String>) -> Self {
+        Self { allowed: false, reason: reason.into() }
+    }
+}
+
+impl Host {
+    /// Decide a call to `tool` with validated `args`: allowed (and why), or denied with
+    /// the error the result carries.
+    pub(crate) async fn authorize(
+        &self,
+        call_id: &str,
+        tool: &Tool,
+        args: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<PermissionNote, (PermissionNote, CallError)> {
+        let spec = tool.spec();
+        let deny = |reason: String| {
+            Err((PermissionNote::deny(reason.clone()), CallError::new(codes::PERMISSION_DENIED, reason)))
+        };
+        let (reason, suggested_rule) = match self.decide(&spec.name, spec.read_only, args) {
+            Decision::Allow(reason) => return Ok(PermissionNote::allow(reason)),
+            Decision::Deny(reason) => return deny(reason),
+            Decision::Ask { reason, suggested_rule } => (reason, suggested_rule),
+        };
+        let Some(approver) = self.approver() else {
+            return deny(format!("{} needs approval and there is no one to ask (headless)", spec.name));
+        };
+        // One question at a time; an "always" given meanwhile may already cover this call.
+        let _turn = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err((PermissionNote::deny("cancelled"), CallError::new(codes::CANCELLED, ""))),
+            turn = self.approval_turn() => turn,
+        };
+        if let Decision::Allow(reason) = self.decide(&spec.name, spec.read_only, args) {
+            return Ok(PermissionNote::allow(reason));
+        }
+        let request = ApprovalRequest {
+            call_id: call_id.to_string(),
+            tool: spec.name.clone(),
+            plugin: tool.source().to_string(),
+            args: args.clone(),
+            reason,
+            suggested_rule,
+        };
+        let answer = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err((PermissionNote::deny("cancelled"), CallError::new(codes::CANCELLED, ""))),
+            answer = approver.approve(&request) => answer,
+        };
+        match answer {
+            Approval::Once => Ok(PermissionNote::allow("approved once")),
+            Approval::Always => match self.allow_always(&request.suggested_rule) {
+                Ok(()) => Ok(PermissionNote::allow(format!(
+                    "approved always: rule allow {}",
+                    request.suggested_rule
+                ))),
+                Err(e) => {
+                    tracing::warn!("the rule was added for this session only: {e}");
+                    Ok(PermissionNote::allow(format!(
+                        "approved always: rule allow {} (not saved: {e})",
+                        request.suggested_rule
+                    )))
+                }
+            },
+            Approval::Deny(feedback) => deny(match feedback {
+                Some(why) => format!("the user denied {}: {why}", spec.name),
+                None => format!("the user denied {}", spec.name),
+            }),
+        }
+    }
+}

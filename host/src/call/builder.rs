@@ -1,0 +1,375 @@
+//! [`HostBuilder`]: what a host is made of — the work dir, limits, plugins and
+//! their grants, the policy, the approver — and [`HostBuilder::build`], which
+//! creates the engine and loads every plugin (stages 1 and 2).
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::Semaphore;
+
+use crate::call::host::Host;
+use crate::engine::{Engine, EngineSettings};
+use crate::error::LoadError;
+use crate::imports::exec::{ExecGrant, ExecRuntime, ExecSettings};
+use crate::imports::fetch::NetworkSettings;
+use crate::limits::Limits;
+use crate::load::builtins;
+use crate::load::plugin::Plugin;
+use crate::load::registry::Registry;
+use crate::output::OutputStore;
+use crate::policy::grants::{GrantSource, PluginGrants, Sockets};
+use crate::policy::{Approver, Mode, POLICY_FILE, Policy};
+
+/// Default byte budget of the output store.
+pub(crate) const DEFAULT_OUTPUT_STORE_BYTES: usize = 64 << 20;
+
+/// Configures and builds a [`Host`]. Deny by default: without
+/// [`HostBuilder::work_dir`] tools get no filesystem at all; without a
+/// [`HostBuilder::mode`] or policy, calls that change things need an approver,
+/// and without one they are denied.
+#[derive(Default)]
+pub struct HostBuilder {
+    work_dir: Option<PathBuf>,
+    limits: Limits,
+    no_builtins: bool,
+    plugins: Vec<PluginSource>,
+    allow: Option<Vec<String>>,
+    engine: EngineSettings,
+    output_store_bytes: Option<usize>,
+    network: NetworkSettings,
+    env: Vec<(String, String, String)>,
+    policy: Option<Policy>,
+    mode: Option<Mode>,
+    approver: Option<Arc<dyn Approver>>,
+    stub_sockets: bool,
+    host_env: Option<Vec<(String, String)>>,
+    exec: Option<ExecSettings>,
+    builtin_exec: Option<ExecGrant>,
+    plugin_exec: ExecGrant,
+}
+
+enum PluginSource {
+    File(PathBuf),
+    Bytes(String, Vec<u8>),
+}
+
+impl Host {
+    /// Start configuring a host.
+    pub fn builder() -> HostBuilder {
+        HostBuilder::default()
+    }
+}
+
+impl HostBuilder {
+    /// The directory tools work in: preopened for each call (read-only for
+    /// read-only tools). It must exist.
+    pub fn work_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.work_dir = Some(dir.into());
+        self
+    }
+
+    /// Per-call limits (defaults: [`Limits::default`]); a policy entry's limits
+    /// override them for its plugin.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Leave out the builtin tools.
+    pub fn without_builtins(mut self) -> Self {
+        self.no_builtins = true;
+        self
+    }
+
+    /// Load a third-party component from a file, outside the policy: the work dir
+    /// read-write, the network hosts of [`NetworkSettings::plugin_hosts`], no env. A
+    /// file the policy lists is loaded with the policy's grants instead.
+    pub fn plugin_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.plugins.push(PluginSource::File(path.into()));
+        self
+    }
+
+    /// Load a third-party component from bytes, shown as `name` (grants as
+    /// [`Self::plugin_file`]).
+    pub fn plugin_bytes(mut self, name: impl Into<String>, bytes: Vec<u8>) -> Self {
+        self.plugins.push(PluginSource::Bytes(name.into(), bytes));
+        self
+    }
+
+    /// Only offer the tools named here (an unknown name is an error).
+    pub fn allow_tools(mut self, names: Vec<String>) -> Self {
+        self.allow = Some(names);
+        self
+    }
+
+    /// Engine settings: concurrency and the compile cache directory.
+    pub fn engine_settings(mut self, settings: EngineSettings) -> Self {
+        self.engine = settings;
+        self
+    }
+
+    /// Grant the environment variable `key=value` to the plugin named
+    /// `plugin` (`builtin:web`, a policy entry's name, or the path given to
+    /// `plugin_file`). A plugin sees no variable it is not granted.
+    pub fn plugin_env(
+        mut self,
+        plugin: impl Into<String>,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Self {
+        self.env.push((plugin.into(), key.into(), value.into()));
+        self
+    }
+
+    /// Byte budget of the store of full outputs.
+    pub fn output_store_bytes(mut self, bytes: usize) -> Self {
+        self.output_store_bytes = Some(bytes);
+        self
+    }
+
+    /// Network settings: which hosts builtin and third-party plugins may fetch
+    /// from, the private-target opt-out, and the resolver and connector (see
+    /// [`NetworkSettings`]; by default builtins may reach any public host and
+    /// third-party plugins none).
+    pub fn network(mut self, settings: NetworkSettings) -> Self {
+        self.network = settings;
+        self
+    }
+
+    /// The policy: its plugins are loaded with their grants (and pinned sha256), its
+    /// mode and rules decide every call, and "always" answers are saved to its file.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// The permission mode, over the policy's.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Who answers calls the permissions leave open. Without one they are denied.
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Link `wasi:sockets` imports of components loaded outside the policy with every
+    /// operation refused (for runtimes that import sockets without using them).
+    pub fn stub_sockets(mut self, stub: bool) -> Self {
+        self.stub_sockets = stub;
+        self
+    }
+
+    /// The environment policy `env` names are taken from (default: the host
+    /// process's own).
+    pub fn host_env(mut self, env: Vec<(String, String)>) -> Self {
+        self.host_env = Some(env);
+        self
+    }
+
+    /// How children are bounded and where programs are found (over the policy's
+    /// `[exec]`).
+    pub fn exec(mut self, settings: ExecSettings) -> Self {
+        self.exec = Some(settings);
+        self
+    }
+
+    /// What the builtin tools (`terminal`, `git`) may run, over the policy's
+    /// `[builtins] exec` (default: `git` and the shell profile).
+    pub fn builtin_exec(mut self, grant: ExecGrant) -> Self {
+        self.builtin_exec = Some(grant);
+        self
+    }
+
+    /// What components loaded outside the policy may run (default: nothing; a
+    /// component importing exec is then refused).
+    pub fn plugin_exec(mut self, grant: ExecGrant) -> Self {
+        self.plugin_exec = grant;
+        self
+    }
+
+    /// Create the engine, load every plugin, register their tools.
+    pub async fn build(self) -> Result<Host, LoadError> {
+        let network = &self.network;
+        if network.allow_private {
+            tracing::warn!(
+                "plugins may fetch private, loopback and link-local addresses (the private-network opt-out is on)"
+            );
+        }
+        let work_dir = self
+            .work_dir
+            .as_ref()
+            .map(|dir| match dir.canonicalize() {
+                Ok(dir) if dir.is_dir() => Ok(dir),
+                Ok(dir) => Err(LoadError::WorkDir(format!("{} is not a directory", dir.display()))),
+                Err(e) => Err(LoadError::WorkDir(format!("{}: {e}", dir.display()))),
+            })
+            .transpose()?;
+
+        let slots = Semaphore::new(self.engine.max_concurrent_calls.max(1) as usize);
+        let engine = Engine::new(&self.engine)?;
+        let linker = crate::sandbox::linker(engine.wasmtime())?;
+
+        let policy = self.policy.clone().unwrap_or_default();
+        let settings = self.exec.clone().unwrap_or_else(|| policy.exec.clone());
+        let search = settings.search_path();
+        let exec = Arc::new(ExecRuntime::new(settings, work_dir.clone()));
+
+        let outputs =
+            Arc::new(OutputStore::new(self.output_store_bytes.unwrap_or(DEFAULT_OUTPUT_STORE_BYTES)));
+        let mut registry = Registry::new();
+        let mut loaded = Vec::new();
+        for (name, bytes, grants) in self.sources()? {
+            let mut plugin = Plugin::load(&engine, &linker, &name, &bytes, &grants).await?;
+            plugin.resolve_exec(&search, work_dir.as_deref());
+            let plugin = Arc::new(plugin);
+            registry.register(plugin.clone())?;
+            loaded.push(plugin);
+        }
+        if !self.no_builtins {
+            self.register_natives(&mut registry, &policy, &exec, &outputs)?;
+        }
+        if let Some(allow) = &self.allow {
+            let unknown = registry.retain(allow);
+            if !unknown.is_empty() {
+                return Err(LoadError::UnknownAllowed(unknown.join(", ")));
+            }
+        }
+
+        let mut permissions = policy.permissions(work_dir.clone())?;
+        if let Some(mode) = self.mode {
+            permissions.mode = mode;
+        }
+        // The work dir's toolhost.toml is protected even when the policy came from
+        // elsewhere (or nowhere): it is where a policy is looked for next time. So is
+        // the compile cache when it lies inside the work dir: its entries are code the
+        // host loads.
+        if let Some(dir) = &work_dir {
+            permissions.protect_file(&dir.join(POLICY_FILE));
+        }
+        if let Some(cache) = &self.engine.cache_dir {
+            permissions.protect_file(cache);
+        }
+        let protected = permissions.protected().cloned();
+        // Children's roots bind the protected paths read-only.
+        if let Some(protected) = &protected {
+            exec.set_protected(protected.clone());
+        }
+        let open_handles = crate::sandbox::fdlimit::per_call(
+            self.limits.open_handles,
+            crate::sandbox::fdlimit::raise_nofile(),
+            self.engine.max_concurrent_calls,
+        );
+        let shown = &policy.builtins.reveal;
+        let redacted_env: Vec<(String, String)> =
+            self.builtin_env(&policy).into_iter().filter(|(name, _)| !shown.contains(name)).collect();
+        Ok(Host {
+            native_redactor: crate::policy::Redactor::new(&redacted_env),
+            protected,
+            open_handles,
+            engine,
+            plugins: loaded,
+            registry,
+            limits: self.limits,
+            work_dir,
+            outputs,
+            slots,
+            fetch: Arc::new(self.network.client()),
+            network: self.network,
+            permissions: RwLock::new(permissions),
+            approver: self.approver,
+            approval_turn: tokio::sync::Mutex::new(()),
+            policy_path: policy.private_path,
+            exec,
+        })
+    }
+
+    /// The tools the host implements: `read_output`, `process_list`, `env_get`, and
+    /// `run_tests` when the policy declares test profiles.
+    fn register_natives(
+        &self,
+        registry: &mut Registry,
+        policy: &Policy,
+        exec: &Arc<ExecRuntime>,
+        outputs: &Arc<OutputStore>,
+    ) -> Result<(), LoadError> {
+        use crate::native::{EnvGet, ProcessList, ReadOutput, RunTests};
+        let clamp_bytes = self.limits.clamp_bytes;
+        registry.register_native(Arc::new(ReadOutput { outputs: outputs.clone(), clamp_bytes }))?;
+        registry.register_native(Arc::new(ProcessList { runtime: exec.clone() }))?;
+        let vars = self.builtin_env(policy);
+        registry.register_native(Arc::new(EnvGet {
+            vars: vars.clone(),
+            reveal: policy.builtins.reveal.clone(),
+        }))?;
+        if !policy.tests.is_empty() {
+            registry.register_native(Arc::new(RunTests::new(policy.tests.clone(), exec.clone(), vars)))?;
+        }
+        Ok(())
+    }
+
+    /// The variables granted to the builtins: the policy's `[builtins] env` names
+    /// taken from the host env.
+    fn builtin_env(&self, policy: &Policy) -> Vec<(String, String)> {
+        let host_env = self.host_env.clone().unwrap_or_else(|| std::env::vars().collect());
+        crate::policy::env::select(&policy.builtins.env, host_env)
+    }
+
+    /// Every plugin to load, in order (builtins, the policy's, the ad-hoc ones), with
+    /// its bytes and grants.
+    fn sources(&self) -> Result<Vec<(String, Vec<u8>, PluginGrants)>, LoadError> {
+        let read = |path: &PathBuf| crate::load::inspect::read_component(path);
+        let env_for = |name: &str| -> Vec<(String, String)> {
+            self.env.iter().filter(|(p, _, _)| p == name).map(|(_, k, v)| (k.clone(), v.clone())).collect()
+        };
+        let base = |name: &str, source: GrantSource| {
+            let mut grants = PluginGrants::new(source, self.limits.clone());
+            grants.net = self.network.grant_for(name);
+            grants.env = env_for(name);
+            grants
+        };
+        let mut sources = Vec::new();
+        if !self.no_builtins {
+            let policy = self.policy.clone().unwrap_or_default();
+            for (name, bytes) in builtins::ALL {
+                let mut grants = base(name, GrantSource::Builtin);
+                if *name == builtins::EXEC_PLUGIN {
+                    grants.exec = self.builtin_exec.clone().unwrap_or_else(|| policy.builtins.exec.clone());
+                    // Granted nothing to run: its tools are left out rather than refused.
+                    if grants.exec.is_empty() {
+                        continue;
+                    }
+                    grants.env.extend(self.builtin_env(&policy));
+                }
+                sources.push((name.to_string(), bytes.to_vec(), grants));
+            }
+        }
+        let entries = self.policy.as_ref().map(|p| p.plugins.as_slice()).unwrap_or_default();
+        let host_env = || self.host_env.clone().unwrap_or_else(|| std::env::vars().collect());
+        for entry in entries {
+            let mut grants = entry.grants(&self.limits, self.network.allow_private, host_env());
+            grants.env.extend(env_for(&entry.name));
+            sources.push((entry.name.clone(), read(&entry.source)?, grants));
+        }
+        let listed = |path: &PathBuf| {
+            let canonical = path.canonicalize().ok();
+            entries.iter().any(|e| canonical.is_some() && e.source.canonicalize().ok() == canonical)
+        };
+        for source in &self.plugins {
+            let (name, bytes) = match source {
+                PluginSource::Bytes(name, bytes) => (name.clone(), bytes.clone()),
+                PluginSource::File(path) if listed(path) => continue,
+                PluginSource::File(path) => (path.display().to_string(), read(path)?),
+            };
+            let mut grants = base(&name, GrantSource::AdHoc);
+            if self.stub_sockets {
+                grants.sockets = Sockets::Stub;
+            }
+            grants.exec = self.plugin_exec.clone();
+            sources.push((name, bytes, grants));
+        }
+        Ok(sources)
+    }
+}

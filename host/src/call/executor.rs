@@ -1,0 +1,289 @@
+//! The executor: the one entry point for a call. It never fails and never
+//! panics; every outcome is a [`ToolResult`].
+//!
+//! Order of a call: look the tool up (`unknown_tool`) → already cancelled?
+//! (`cancelled`, nothing runs) → coerce and validate the arguments
+//! (`invalid_args`) → authorize (`permission_denied`, nothing runs; see
+//! [`crate::call::authorize`]) → run in a fresh sandbox with the plugin's grants and
+//! limits, under the merged deadline and cancellation → redact secrets → bound
+//! the output (`output_limit`) → keep the full text of each part by call id →
+//! cut what the caller sees, head + tail (see [`crate::output`]). A failed
+//! result's message is kept and cut the same way, wherever it was made.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::call::authorize::PermissionNote;
+use crate::call::host::Host;
+use crate::error::{CallError, codes};
+use crate::limits::{Deadline, Limits};
+use crate::load::plugin::Plugin;
+use crate::load::registry::{NativeCall, Runner};
+use crate::load::spec::ToolSpec;
+use crate::output::{Metadata, Omitted, Parts, bound_error};
+use crate::policy::Redactor;
+use crate::sandbox::{self, StoreSpec};
+
+/// A request to run one tool.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    /// The call id; a fresh one is made when `None`.
+    pub id: Option<String>,
+    /// Tool name.
+    pub name: String,
+    /// Arguments (a JSON object; `null` means none).
+    pub args: Value,
+    /// Cancels the call when triggered.
+    pub cancel: CancellationToken,
+}
+
+impl ToolCall {
+    /// A call to `name` with `args`, a fresh id and no cancellation.
+    pub fn new(name: impl Into<String>, args: Value) -> Self {
+        Self { id: None, name: name.into(), args, cancel: CancellationToken::new() }
+    }
+
+    /// Use `id` as the call id.
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Cancel the call through `token`.
+    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+}
+
+/// The outcome of one call.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolResult {
+    /// The call id (the full output is kept under it).
+    pub call_id: String,
+    /// True when the tool succeeded.
+    pub ok: bool,
+    /// What the model reads (clamped head + tail when long).
+    pub output: String,
+    /// Why it failed, when it did.
+    #[serde(serialize_with = "error_text")]
+    pub error: Option<CallError>,
+    /// Richer text for a UI.
+    pub display: Option<String>,
+    /// Structured facts from the tool.
+    pub metadata: Option<Value>,
+    /// What the permissions decided, and why (absent when the call failed before).
+    pub permission: Option<PermissionNote>,
+    /// What the clamp cut from the middle of `output`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<Omitted>,
+    /// Wall time of the call.
+    #[serde(skip)]
+    pub duration: Duration,
+}
+
+fn error_text<S: serde::Serializer>(error: &Option<CallError>, s: S) -> Result<S::Ok, S::Error> {
+    match error {
+        Some(e) => s.serialize_str(&e.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+impl ToolResult {
+    /// A failed result: `error`'s message kept in `host`'s output store and cut
+    /// to `limits` (the one way a failed result is made).
+    fn failed(host: &Host, call_id: String, error: CallError, limits: &Limits, started: Instant) -> Self {
+        let error = bound_error(host.outputs(), &call_id, error, limits);
+        Self {
+            call_id,
+            ok: false,
+            output: String::new(),
+            error: Some(error),
+            display: None,
+            metadata: None,
+            permission: None,
+            omitted: None,
+            duration: started.elapsed(),
+        }
+    }
+
+    fn with_permission(mut self, note: PermissionNote) -> Self {
+        self.permission = Some(note);
+        self
+    }
+
+    /// The error code, when the call failed.
+    pub fn code(&self) -> Option<&str> {
+        self.error.as_ref().map(|e| e.code.as_str())
+    }
+}
+
+impl Host {
+    /// Run one call. Never fails: unknown tools, bad arguments, traps, limits
+    /// and cancellation all come back as a failed [`ToolResult`].
+    pub async fn execute(&self, call: ToolCall) -> ToolResult {
+        let started = Instant::now();
+        let call_id = call.id.unwrap_or_else(crate::call::ids::new_call_id);
+        let host_limits = self.limits();
+        let Some(tool) = self.registry().get(&call.name) else {
+            let err = unknown_tool(&call.name);
+            return ToolResult::failed(self, call_id, err, host_limits, started);
+        };
+        if call.cancel.is_cancelled() {
+            return ToolResult::failed(
+                self,
+                call_id,
+                CallError::new(codes::CANCELLED, ""),
+                host_limits,
+                started,
+            );
+        }
+        let args = match tool.args().prepare(call.args) {
+            Ok(args) => args,
+            Err(err) => return ToolResult::failed(self, call_id, err, host_limits, started),
+        };
+        let permission = match self.authorize(&call_id, tool, &args, &call.cancel).await {
+            Ok(note) => note,
+            Err((note, err)) => {
+                return ToolResult::failed(self, call_id, err, host_limits, started).with_permission(note);
+            }
+        };
+        let (run, limits, redactor): (_, _, Option<&Redactor>) = match tool.runner() {
+            Runner::Native(native) => {
+                // The same deadline and cancellation as a component's call.
+                let deadline = Deadline::after(host_limits.deadline_for(tool.spec().timeout_ms));
+                let ctx = NativeCall { call_id: &call_id, cancel: &call.cancel, deadline: deadline.at };
+                let out = tokio::select! {
+                    biased;
+                    _ = call.cancel.cancelled() => Err(CallError::new(codes::CANCELLED, "")),
+                    _ = tokio::time::sleep_until(deadline.at.into()) => Err(deadline.exceeded()),
+                    out = native.call(args, ctx) => out,
+                };
+                let parts = out.map(|out| Parts {
+                    content: out.content,
+                    display: None,
+                    metadata: out.metadata.map(Metadata::Value),
+                });
+                let redactor = native.redacted().then_some(&self.native_redactor);
+                let parts = match redactor {
+                    Some(r) => parts.map_err(|e| redact_error(r, e)).map(|out| redact(r, out)),
+                    None => parts,
+                };
+                (parts, host_limits, redactor)
+            }
+            Runner::Wasm(plugin) => {
+                let out = self.run_wasm(plugin, tool.spec(), &args, &call_id, &call.cancel).await;
+                let redactor = plugin.redactor();
+                let parts = out.map_err(|e| redact_error(redactor, e)).map(|out| redact(redactor, out));
+                (parts, plugin.limits(), Some(redactor))
+            }
+        };
+        let bounded = run.and_then(|parts| {
+            let size = parts.size();
+            if size > limits.output_bytes {
+                return Err(CallError::new(
+                    codes::OUTPUT_LIMIT,
+                    format!("the tool returned {size} bytes; the limit is {} bytes", limits.output_bytes),
+                ));
+            }
+            parts.bound(self.outputs(), &call_id, limits, redactor)
+        });
+        match bounded {
+            Ok(out) => ToolResult {
+                call_id,
+                ok: true,
+                output: out.output,
+                error: None,
+                display: out.display,
+                metadata: out.metadata,
+                permission: Some(permission),
+                omitted: out.omitted,
+                duration: started.elapsed(),
+            },
+            Err(err) => ToolResult::failed(self, call_id, err, limits, started).with_permission(permission),
+        }
+    }
+
+    /// Run a component's tool in a fresh sandbox: the work dir (read-only
+    /// for read-only tools), the limits, the merged deadline and cancellation.
+    async fn run_wasm(
+        &self,
+        plugin: &Plugin,
+        tool: &ToolSpec,
+        args: &Value,
+        call_id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Parts, CallError> {
+        let limits = plugin.limits();
+        let args_json = args.to_string();
+        // Waiting for a free instance slot is part of the call: cancellation
+        // ends the wait too.
+        let _slot = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(CallError::new(codes::CANCELLED, "")),
+            slot = self.call_slot() => slot,
+        };
+        let exec = self.exec_access(plugin, cancel);
+        let tampering = exec.as_ref().map(crate::imports::exec::ExecAccess::tampering);
+        let spec = StoreSpec {
+            call_id,
+            fs: plugin.fs_access(self.work_dir(), !tool.read_only),
+            net: self.net_access(plugin),
+            exec,
+            fs_guard: self.fs_guard(),
+            limits,
+            deadline: Deadline::after(limits.deadline_for(tool.timeout_ms)),
+        };
+        let output = sandbox::run(plugin.prepared(), spec, &tool.name, &args_json, cancel).await;
+        // A child changed a protected path (undone where it could be).
+        if let Some(why) = tampering.and_then(|t| t.take()) {
+            return Err(CallError::new(codes::PERMISSION_DENIED, why));
+        }
+        let output = output?;
+        // The metadata stays text here: it is bounded before anything parses it.
+        let metadata = output.metadata.map(Metadata::Text);
+        Ok(Parts { content: output.content, display: output.display, metadata })
+    }
+}
+
+/// The `unknown_tool` error for `name`: named whole when it could be a tool's name,
+/// else by its length and start.
+fn unknown_tool(name: &str) -> CallError {
+    const SHOWN: usize = crate::load::spec::MAX_NAME_BYTES;
+    if name.len() <= SHOWN {
+        return CallError::new(codes::UNKNOWN_TOOL, name);
+    }
+    let end = name.floor_char_boundary(SHOWN);
+    CallError::new(
+        codes::UNKNOWN_TOOL,
+        format!(
+            "no tool has a {}-byte name (names are at most {SHOWN} bytes); it starts {:?}",
+            name.len(),
+            &name[..end]
+        ),
+    )
+}
+
+/// `output`'s content and display with the plugin's secrets redacted (its
+/// metadata is redacted when it is bounded).
+fn redact(redactor: &Redactor, mut output: Parts) -> Parts {
+    if let std::borrow::Cow::Owned(text) = redactor.redact(&output.content) {
+        output.content = text;
+    }
+    if let Some(display) = &mut output.display
+        && let std::borrow::Cow::Owned(text) = redactor.redact(display)
+    {
+        *display = text;
+    }
+    output
+}
+
+fn redact_error(redactor: &Redactor, mut err: CallError) -> CallError {
+    if let std::borrow::Cow::Owned(text) = redactor.redact(&err.message) {
+        err.message = text;
+    }
+    err
+}

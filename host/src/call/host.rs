@@ -1,0 +1,152 @@
+//! [`Host`]: the engine, the loaded plugins and their tools, the limits and
+//! the output store, built once by [`HostBuilder`] and shared by every call.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Engine;
+use crate::imports::exec::{ExecAccess, ExecRuntime};
+use crate::imports::fetch::{FetchClient, NetAccess, NetworkSettings};
+use crate::limits::Limits;
+use crate::load::plugin::Plugin;
+use crate::load::registry::Registry;
+use crate::load::spec::ToolDefinition;
+use crate::output::OutputStore;
+use crate::policy::{Approver, Decision, Permissions, PolicyError, Rule};
+
+/// A tool host: build it once, then [`Host::execute`] calls concurrently.
+pub struct Host {
+    pub(crate) engine: Engine,
+    pub(crate) plugins: Vec<Arc<Plugin>>,
+    pub(crate) registry: Registry,
+    pub(crate) limits: Limits,
+    pub(crate) work_dir: Option<PathBuf>,
+    pub(crate) outputs: Arc<OutputStore>,
+    pub(crate) slots: Semaphore,
+    pub(crate) network: NetworkSettings,
+    pub(crate) fetch: Arc<FetchClient>,
+    pub(crate) permissions: RwLock<Permissions>,
+    pub(crate) approver: Option<Arc<dyn Approver>>,
+    pub(crate) approval_turn: tokio::sync::Mutex<()>,
+    /// Where "always" answers are saved: the user's private policy, outside the
+    /// work dir (`None`: they last for the session).
+    pub(crate) policy_path: Option<PathBuf>,
+    /// Starts, confines and tracks every child process.
+    pub(crate) exec: Arc<ExecRuntime>,
+    /// What no tool may change, at every layer that writes.
+    pub(crate) protected: Option<Arc<crate::protect::Protected>>,
+    /// Descriptors and directory streams one call may hold open at once.
+    pub(crate) open_handles: usize,
+    /// Redacts what the host's own tools return: the builtins' granted values
+    /// (less the ones `reveal` shows on purpose) and secret shapes.
+    pub(crate) native_redactor: crate::policy::Redactor,
+}
+
+impl Host {
+    /// What a model is given: every tool's name, description and schema,
+    /// sorted by name.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.registry.definitions()
+    }
+
+    /// The registered tools.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The loaded plugins (builtins first, in load order).
+    pub fn plugins(&self) -> &[Arc<Plugin>] {
+        &self.plugins
+    }
+
+    /// The per-call limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The canonical work dir, when tools get one.
+    pub fn work_dir(&self) -> Option<&Path> {
+        self.work_dir.as_deref()
+    }
+
+    /// Full outputs by call id.
+    pub fn outputs(&self) -> &OutputStore {
+        &self.outputs
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The network settings the host was built with (who may reach what).
+    pub fn network(&self) -> &NetworkSettings {
+        &self.network
+    }
+
+    /// The network capability of a call to `plugin`: `None` unless it imports fetch.
+    pub(crate) fn net_access(&self, plugin: &Plugin) -> Option<NetAccess> {
+        plugin.network().map(|grant| NetAccess { grant: grant.clone(), client: self.fetch.clone() })
+    }
+
+    /// The exec capability of a call to `plugin`: `None` unless it imports exec.
+    pub(crate) fn exec_access(&self, plugin: &Plugin, cancel: &CancellationToken) -> Option<ExecAccess> {
+        plugin.exec().map(|grant| {
+            ExecAccess::new(self.exec.clone(), grant.clone(), plugin.env().into(), cancel.clone())
+        })
+    }
+
+    /// The runtime that starts child processes (settings, process table).
+    pub fn exec_runtime(&self) -> &ExecRuntime {
+        &self.exec
+    }
+
+    /// The permission mode, rules and protected paths in force.
+    pub fn permissions(&self) -> Permissions {
+        self.permissions.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// What the permissions say about a call to `tool` with `args`, without asking
+    /// anyone.
+    pub fn decide(&self, tool: &str, read_only: bool, args: &serde_json::Value) -> Decision {
+        self.permissions.read().unwrap_or_else(|e| e.into_inner()).decide(tool, read_only, args)
+    }
+
+    pub(crate) fn approver(&self) -> Option<&Arc<dyn Approver>> {
+        self.approver.as_ref()
+    }
+
+    pub(crate) async fn approval_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.approval_turn.lock().await
+    }
+
+    /// Add the allow rule `rule` for the rest of the session and save it to the
+    /// policy file (the in-memory rule stays even if saving fails).
+    pub(crate) fn allow_always(&self, rule: &str) -> Result<(), PolicyError> {
+        let parsed = Rule::parse(rule).map_err(|message| PolicyError::Write {
+            path: String::new(),
+            message: format!("the suggested rule is not valid: {message}"),
+        })?;
+        {
+            let mut permissions = self.permissions.write().unwrap_or_else(|e| e.into_inner());
+            if !permissions.allow.contains(&parsed) {
+                permissions.allow.push(parsed);
+            }
+        }
+        let Some(path) = &self.policy_path else { return Ok(()) };
+        crate::policy::add_allow_rule(path, rule)
+    }
+
+    /// The filesystem guard of one call.
+    pub(crate) fn fs_guard(&self) -> crate::imports::wasi_fs::FsGuard {
+        crate::imports::wasi_fs::FsGuard::new(self.protected.clone(), self.open_handles)
+    }
+
+    /// Wait for a free instance slot (bounded by the pooling allocator).
+    pub(crate) async fn call_slot(&self) -> Option<SemaphorePermit<'_>> {
+        self.slots.acquire().await.ok()
+    }
+}

@@ -1,0 +1,142 @@
+//! Stage 1, once per host: the wasmtime [`Engine`], its epoch ticker and the
+//! on-disk compile cache.
+//!
+//! Every component is compiled by this one engine. The configuration turns on
+//! what the sandbox relies on: fuel (CPU budget), epoch interruption (the
+//! wall-clock deadline and cancellation, driven by a background ticker) and the
+//! pooling allocator (cheap fresh instances per call).
+
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::thread;
+use std::time::Duration;
+
+use wasmtime::component::Component;
+use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+mod cache;
+
+use crate::error::LoadError;
+use cache::CompileCache;
+
+/// How often the epoch ticker advances the engine's epoch. A running guest
+/// reaches a yield point (where the deadline and cancellation are checked)
+/// at most this long after its deadline.
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Low bytes of each freed memory and table slot kept mapped for reuse.
+const KEEP_RESIDENT_BYTES: usize = 4 << 20;
+
+/// The wasmtime version compiled artifacts are tied to (pinned in Cargo.toml).
+pub(crate) const WASMTIME_VERSION: &str = "48.0.8";
+
+/// Settings of the engine, chosen once per host.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// How many calls may hold an instance at once. The pooling allocator
+    /// reserves slots for this many, plus headroom for loading plugins.
+    pub max_concurrent_calls: u32,
+    /// Where compiled components are cached; `None` turns the cache off.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self { max_concurrent_calls: 64, cache_dir: CompileCache::default_dir() }
+    }
+}
+
+/// The host's one wasmtime engine and compile cache.
+#[derive(Clone)]
+pub struct Engine {
+    inner: wasmtime::Engine,
+    cache: Option<CompileCache>,
+}
+
+impl Engine {
+    /// Build the engine and start its epoch ticker (a thread that stops by
+    /// itself when the last clone of the engine is dropped).
+    pub fn new(settings: &EngineSettings) -> Result<Self, LoadError> {
+        let mut config = Config::new();
+        config.consume_fuel(true).epoch_interruption(true).wasm_component_model(true);
+
+        // Each call instantiates afresh, so keep instance slots ready. One
+        // component instance holds several core instances, memories and tables.
+        let slots = settings.max_concurrent_calls.max(1) + 8;
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(slots)
+            .total_core_instances(slots * 16)
+            .total_memories(slots * 4)
+            .total_tables(slots * 16)
+            .total_stacks(slots)
+            .max_memory_size(4 << 30)
+            .max_core_instance_size(16 << 20)
+            .max_component_instance_size(16 << 20)
+            .table_elements(100_000)
+            // A freed slot keeps its low pages mapped and only the pages the
+            // call dirtied are reset (PAGEMAP_SCAN on Linux ≥ 6.7, else a
+            // memset): the next call takes no page faults and no madvise on
+            // them. Measured: no-op median 35 → 22 µs (BENCHMARKS.md).
+            .pagemap_scan(wasmtime::Enabled::Auto)
+            .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+            .table_keep_resident(KEEP_RESIDENT_BYTES);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+
+        let inner = wasmtime::Engine::new(&config).map_err(LoadError::engine)?;
+        spawn_epoch_ticker(&inner);
+
+        let cache = settings.cache_dir.clone().map(|dir| CompileCache::new(dir, cache_salt(&inner)));
+        Ok(Self { inner, cache })
+    }
+
+    /// The wasmtime engine.
+    pub fn wasmtime(&self) -> &wasmtime::Engine {
+        &self.inner
+    }
+
+    /// Compile `bytes` (whose sha256 is `sha256`), or load the artifact a
+    /// previous run cached for the same engine settings and bytes.
+    pub fn component(&self, bytes: &[u8], sha256: &str) -> Result<LoadedComponent, LoadError> {
+        if let Some(cache) = &self.cache
+            && let Some(component) = cache.load(&self.inner, sha256)
+        {
+            return Ok(LoadedComponent { component, from_cache: true });
+        }
+        let component = Component::new(&self.inner, bytes).map_err(LoadError::compile)?;
+        if let Some(cache) = &self.cache {
+            cache.store(sha256, &component);
+        }
+        Ok(LoadedComponent { component, from_cache: false })
+    }
+}
+
+/// A compiled component and whether it came from the cache.
+pub struct LoadedComponent {
+    /// The component, ready to link.
+    pub component: Component,
+    /// True when it was loaded from the compile cache rather than compiled.
+    pub from_cache: bool,
+}
+
+/// A value that changes whenever an artifact compiled by one engine could not
+/// be loaded by another: the wasmtime version and every setting that affects
+/// code generation.
+fn cache_salt(engine: &wasmtime::Engine) -> String {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    format!("wasmtime-{WASMTIME_VERSION}-{:016x}", hasher.finish())
+}
+
+fn spawn_epoch_ticker(engine: &wasmtime::Engine) {
+    let weak = engine.weak();
+    thread::Builder::new()
+        .name("toolhost-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                thread::sleep(EPOCH_TICK);
+            }
+        })
+        .expect("spawning the epoch ticker thread");
+}

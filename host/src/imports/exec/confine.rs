@@ -1,0 +1,384 @@
+//! What a child does to itself between `fork` and `exec`: the confinement steps,
+//! prepared in the parent ([`super::landlock::Confiner`], [`ChildSetup`],
+//! [`MountOp`]s) so that the child only makes raw system calls (after `fork` in a
+//! threaded process nothing may allocate or take a lock).
+//!
+//! Order, in the child: join the call's pids cgroup → die with the host
+//! (`PR_SET_PDEATHSIG`) → `setsid` (own session and process group) → rlimits → new
+//! user, network and mount namespaces, the user namespace mapping the host's own
+//! uid and gid (before Landlock: the kernel refuses the map writes under it) → the
+//! child's own root (`super::mounts`) → every capability dropped (the bounding
+//! set, ambient and inheritable ones, and `SECBIT_NOROOT`, so that uid 0 in the
+//! namespace gains none at `exec`) → `no_new_privs` → Landlock → seccomp (what
+//! Landlock does not cover: set-uid bits, `mknod`, and mode/owner/time changes in
+//! read-only calls) → every descriptor above 2 marked close-on-exec
+//! (`close_range`), last, so that nothing the host holds open (from its parent, a
+//! library, a test harness) reaches the program, while std's own close-on-exec pipe
+//! still reports a failed `exec`.
+//!
+//! Landlock keeps a confined child from mounting, unmounting or pivoting again, so
+//! the read-only binds hold for everything it starts.
+//!
+//! This is the only module with `unsafe` code: `pre_exec` and the libc calls. Each
+//! block says why it is sound.
+
+#![allow(unsafe_code)]
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::RawFd;
+use std::path::PathBuf;
+
+use super::ChildLimits;
+pub(crate) use super::mounts::MountOp;
+
+/// `mount_setattr(2)` (Linux 5.12), the same number on every architecture.
+const SYS_MOUNT_SETATTR: libc::c_long = 442;
+/// `MOUNT_ATTR_RDONLY`.
+const MOUNT_ATTR_RDONLY: u64 = 1;
+/// `_LINUX_CAPABILITY_VERSION_3`.
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// `struct mount_attr`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// `struct __user_cap_data_struct`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// The user namespace's maps: the host's own uid and gid, to themselves, so files
+/// keep their owner and the child may mount in its own namespace.
+#[derive(Debug, Clone)]
+pub(crate) struct IdMaps {
+    uid_map: CString,
+    gid_map: CString,
+}
+
+impl IdMaps {
+    /// Maps for the host's effective uid and gid.
+    pub(crate) fn own() -> Self {
+        // SAFETY: geteuid and getegid have no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let line = |id: u32| CString::new(format!("{id} {id} 1\n")).expect("digits and spaces");
+        Self { uid_map: line(uid), gid_map: line(gid) }
+    }
+}
+
+/// Everything one child applies to itself, as plain values (moved into the
+/// `pre_exec` closure, which only reads them).
+#[derive(Debug, Clone)]
+pub(crate) struct ChildSetup {
+    /// The Landlock ruleset to apply (`None`: unconfined).
+    pub ruleset: Option<RawFd>,
+    /// New user and network namespaces (no network), and a mount namespace when
+    /// there are `mounts`.
+    pub namespaces: bool,
+    /// The user namespace's uid and gid maps (none: the host's ids stay unmapped).
+    pub ids: Option<IdMaps>,
+    /// The steps that build the child's root, in its own mount namespace.
+    pub mounts: Vec<MountOp>,
+    /// Drop every capability before `exec` (the highest capability number).
+    pub drop_caps: Option<u32>,
+    /// An open `cgroup.procs` of the child's pids cgroup, to join.
+    pub cgroup_procs: Option<RawFd>,
+    /// `RLIMIT_CPU` (soft; the hard limit is one more).
+    pub cpu_seconds: u64,
+    /// `RLIMIT_AS`.
+    pub memory_bytes: u64,
+    /// `RLIMIT_FSIZE`.
+    pub file_size_bytes: u64,
+    /// `RLIMIT_NPROC`, when it is the process cap (no cgroup, not root, in its own
+    /// user namespace).
+    pub nproc: Option<u64>,
+    /// The seccomp program (address and length of a program the parent keeps alive).
+    pub seccomp: Option<(usize, u16)>,
+}
+
+impl ChildSetup {
+    /// A setup with `limits`, nothing else yet (descriptors above 2 are still
+    /// closed at `exec`).
+    pub(crate) fn new(limits: &ChildLimits) -> Self {
+        Self {
+            ruleset: None,
+            namespaces: false,
+            ids: None,
+            mounts: Vec::new(),
+            drop_caps: None,
+            cgroup_procs: None,
+            cpu_seconds: limits.cpu_seconds,
+            memory_bytes: limits.memory_bytes,
+            file_size_bytes: limits.file_size_bytes,
+            nproc: None,
+            seccomp: None,
+        }
+    }
+
+    /// Install the steps on `cmd`, to run in the child before `exec`.
+    pub(crate) fn install(self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure runs in the forked child before exec. It only makes
+        // system calls on values moved in (integers, C strings and a program the
+        // parent keeps alive), reads them without allocating, and takes no lock, so
+        // it is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || self.apply());
+        }
+    }
+
+    /// The steps, in order. Runs in the forked child: system calls only.
+    fn apply(&self) -> io::Result<()> {
+        // SAFETY (every call below): plain system calls with valid integer arguments
+        // and pointers to live stack values, static data or C strings owned by
+        // `self`.
+        unsafe {
+            if let Some(fd) = self.cgroup_procs {
+                let zero = b"0\n";
+                check(libc::write(fd, zero.as_ptr().cast(), zero.len()) as libc::c_long)?;
+            }
+            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0).into())?;
+            check(libc::setsid().into())?;
+            let limit = |resource, soft: u64, hard: u64| {
+                let rl = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+                check(libc::setrlimit(resource, &rl).into())
+            };
+            limit(libc::RLIMIT_CPU, self.cpu_seconds, self.cpu_seconds + 1)?;
+            limit(libc::RLIMIT_AS, self.memory_bytes, self.memory_bytes)?;
+            limit(libc::RLIMIT_FSIZE, self.file_size_bytes, self.file_size_bytes)?;
+            limit(libc::RLIMIT_CORE, 0, 0)?;
+            if self.namespaces {
+                let mount = if self.mounts.is_empty() { 0 } else { libc::CLONE_NEWNS };
+                check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET | mount).into())?;
+                if let Some(ids) = &self.ids {
+                    write_file(c"/proc/self/setgroups", c"deny")?;
+                    write_file(c"/proc/self/uid_map", &ids.uid_map)?;
+                    write_file(c"/proc/self/gid_map", &ids.gid_map)?;
+                }
+            }
+            // After the new user namespace: there the limit counts only the child's
+            // own tree, not every process of the same user on the machine.
+            if let Some(n) = self.nproc {
+                limit(libc::RLIMIT_NPROC, n, n)?;
+            }
+            for op in &self.mounts {
+                run(op)?;
+            }
+            if let Some(last) = self.drop_caps {
+                drop_capabilities(last)?;
+            }
+            check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0).into())?;
+            if let Some(fd) = self.ruleset {
+                check(libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32))?;
+            }
+            if let Some((addr, len)) = self.seccomp {
+                let prog = libc::sock_fprog { len, filter: addr as *mut libc::sock_filter };
+                check(
+                    libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER as libc::c_ulong, &prog)
+                        .into(),
+                )?;
+            }
+            check(libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC))?;
+        }
+        Ok(())
+    }
+}
+
+fn check(ret: libc::c_long) -> io::Result<()> {
+    if ret < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// `check`, with `EEXIST` as success.
+fn made(ret: libc::c_long) -> io::Result<()> {
+    match check(ret) {
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+        other => other,
+    }
+}
+
+/// Write `text` to the file `path`. Child only.
+fn write_file(path: &CStr, text: &CStr) -> io::Result<()> {
+    // SAFETY: open, write and close on a C string path and a buffer we own.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        check(fd.into())?;
+        let bytes = text.to_bytes();
+        let wrote = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        let err = io::Error::last_os_error();
+        libc::close(fd);
+        if wrote < 0 {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+/// Run one step of building the child's root. Child only.
+fn run(op: &MountOp) -> io::Result<()> {
+    let opt = |s: &Option<CString>| s.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
+    // SAFETY: system calls on C strings owned by `op` (or null where the call takes
+    // none) and on stack values that outlive the call.
+    unsafe {
+        match op {
+            MountOp::Mount { source, target, fstype, flags, data } => {
+                check(libc::mount(opt(source), target.as_ptr(), opt(fstype), *flags, opt(data).cast()).into())
+            }
+            MountOp::ReadOnly { target, recursive } => {
+                let attr =
+                    MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+                let flags = if *recursive { libc::AT_RECURSIVE } else { 0 };
+                check(libc::syscall(
+                    SYS_MOUNT_SETATTR,
+                    libc::AT_FDCWD,
+                    target.as_ptr(),
+                    flags as libc::c_uint,
+                    &attr as *const MountAttr,
+                    std::mem::size_of::<MountAttr>(),
+                ))
+            }
+            MountOp::Mkdir(path) => made(libc::mkdir(path.as_ptr(), 0o755).into()),
+            MountOp::Touch(path) => {
+                let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+                let fd = libc::open(path.as_ptr(), flags, 0o644 as libc::c_uint);
+                check(fd.into())?;
+                libc::close(fd);
+                Ok(())
+            }
+            MountOp::Symlink { target, at } => made(libc::symlink(target.as_ptr(), at.as_ptr()).into()),
+            MountOp::PivotRoot { new_root, put_old } => {
+                check(libc::syscall(libc::SYS_pivot_root, new_root.as_ptr(), put_old.as_ptr()))
+            }
+            MountOp::Detach(path) => check(libc::umount2(path.as_ptr(), libc::MNT_DETACH).into()),
+            MountOp::Chdir(path) => check(libc::chdir(path.as_ptr()).into()),
+            MountOp::Expect { path, dev, ino } => {
+                let mut st: libc::stat = std::mem::zeroed();
+                check(libc::lstat(path.as_ptr(), &mut st).into())?;
+                if st.st_dev as u64 == *dev && st.st_ino as u64 == *ino {
+                    Ok(())
+                } else {
+                    // Not what the walk found: something was swapped in meanwhile.
+                    Err(io::Error::from_raw_os_error(libc::ESTALE))
+                }
+            }
+        }
+    }
+}
+
+/// Give up every capability, for good: none in the bounding set, none ambient,
+/// none inheritable, effective or permitted, and `exec` as uid 0 grants none
+/// (`SECBIT_NOROOT`, locked). Child only.
+fn drop_capabilities(last: u32) -> io::Result<()> {
+    let bits = libc::SECBIT_NOROOT
+        | libc::SECBIT_NOROOT_LOCKED
+        | libc::SECBIT_NO_SETUID_FIXUP
+        | libc::SECBIT_NO_SETUID_FIXUP_LOCKED
+        | libc::SECBIT_KEEP_CAPS_LOCKED
+        | libc::SECBIT_NO_CAP_AMBIENT_RAISE
+        | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+    // SAFETY: prctl and capset with integer arguments and pointers to stack values.
+    unsafe {
+        check(libc::prctl(libc::PR_SET_SECUREBITS, bits as libc::c_ulong, 0, 0, 0).into())?;
+        for cap in 0..=last {
+            check(libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0).into())?;
+        }
+        check(
+            libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0)
+                .into(),
+        )?;
+        let header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
+        let none = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
+        check(libc::syscall(libc::SYS_capset, &header as *const CapHeader, none.as_ptr()))
+    }
+}
+
+/// The highest capability number this kernel knows.
+pub(crate) fn last_capability() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        // CAP_CHECKPOINT_RESTORE, the last one since Linux 5.9.
+        .unwrap_or(40)
+}
+
+/// Send `signal` to every process in the process group `pgid`.
+pub(crate) fn kill_group(pgid: u32, signal: i32) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else { return };
+    // SAFETY: a plain system call; a stale or empty group gives ESRCH, ignored.
+    unsafe {
+        libc::killpg(pgid, signal);
+    }
+}
+
+/// Send `signal` to the process `pid`.
+pub(crate) fn kill_pid(pid: u32, signal: i32) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return };
+    if pid <= 0 {
+        return;
+    }
+    // SAFETY: a plain system call on a positive pid; ESRCH is ignored.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+/// Whether the host runs as root (then `RLIMIT_NPROC` caps nothing).
+pub(crate) fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Reap `pid` if it is a zombie child of this process. Never blocks.
+pub(crate) fn reap(pid: u32) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return };
+    let mut status = 0;
+    // SAFETY: waitpid on a specific pid with WNOHANG; ECHILD when it is not ours.
+    unsafe {
+        libc::waitpid(pid, &mut status, libc::WNOHANG);
+    }
+}
+
+/// The user namespace of `pid`, as the kernel names it (`user:[INODE]`).
+pub(crate) fn user_namespace(pid: u32) -> Option<std::ffi::OsString> {
+    std::fs::read_link(format!("/proc/{pid}/ns/user")).ok().map(PathBuf::into_os_string)
+}
+
+/// SIGKILL every process in the user namespace `ns` until none is left. A confined
+/// child has its own, and everything it starts stays in it (`setsid` or not), so this
+/// finds what a process-group kill misses when the host has no cgroup. Never the
+/// host's own namespace.
+pub(crate) fn kill_namespace(ns: &std::ffi::OsStr) {
+    if user_namespace(std::process::id()).as_deref() == Some(ns) {
+        return;
+    }
+    for _ in 0..200 {
+        let mut found = false;
+        let Ok(entries) = std::fs::read_dir("/proc") else { return };
+        for entry in entries.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            if user_namespace(pid).as_deref() == Some(ns) {
+                kill_pid(pid, libc::SIGKILL);
+                found = true;
+            }
+        }
+        if !found {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+}

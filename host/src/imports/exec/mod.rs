@@ -1,0 +1,163 @@
+//! Starting programs: the host side of `toolhost:plugin/exec`, and of the native
+//! `run_tests` and `process_list` tools.
+//!
+//! A spawned process runs natively, outside wasm, so the host confines every child
+//! itself rather than trusting the tool that asked:
+//!
+//! - **What runs**: only programs on the grant's allow-list, resolved once, at load,
+//!   to absolute paths outside the work dir ([`ExecGrant::resolve`]); arguments are a
+//!   vector, never a shell line, unless the grant has the shell profile (`bash -c`).
+//! - **Where it can reach** ([`confine`]): its own mount namespace, whose root
+//!   holds only the work dir, the system dirs, the exec `path` and `read-dirs`, a
+//!   few `/etc` entries, `/proc` (names only) and a minimal `/dev`, with empty
+//!   private `/tmp` and `/run` (`mounts`): the host's unix sockets have no name
+//!   there. Landlock limits it further (the work dir read-write only when the call
+//!   may write; signals and abstract unix sockets scoped to its own domain); a new
+//!   user and network namespace leaves it no network and no capability (uid and gid
+//!   map to the host's own, so files keep their owner); seccomp refuses set-uid
+//!   bits and `mknod`; every descriptor the host holds is closed at `exec`; rlimits
+//!   bound CPU time, file size, address space and core dumps; it leads its own
+//!   session and process group; a pids cgroup ([`cgroup`]) caps how many processes
+//!   it can start and finds every one of them to kill. A host that is not root and
+//!   has no cgroup caps processes with `RLIMIT_NPROC` inside the child's user
+//!   namespace and finds them by that namespace instead.
+//! - **What it may not change**: every `.git` at any depth of the work dir (and
+//!   the git dirs `.git` files point to inside it), the host's files there (the
+//!   policy file) and the `protected` globs' matches are read-only bind mounts in a
+//!   writing child's root (`protect_walk`); with the grant's `commit = true` a
+//!   `.git` stays writable for repository data only, its hooks, config and other
+//!   guarded entries read-only even then. What binds cannot stop — *creating* a
+//!   `.git`, a missing guarded entry, a glob match, the policy file — is found once
+//!   the child's whole tree is dead, removed, and the call fails
+//!   `permission_denied` (`protect_check`).
+//! - **What it knows**: an empty environment plus a fixed `PATH`, `HOME` and
+//!   `TMPDIR` (the work dir), `LANG`, and the granted variables.
+//! - **How it ends** ([`spawn`]): at its deadline or on cancellation every process
+//!   it started is killed and reaped; output before that is kept (head and tail).
+//!   At most [`ExecSettings::max_children`] run at once on a host (`exec_busy`).
+//!
+//! When the kernel cannot confine a child (no Landlock, no user or mount
+//! namespaces, no way to cap processes), exec fails closed with
+//! `sandbox_unavailable` unless the grant says `unconfined = true` (then none of
+//! the above applies but the rlimits, the empty environment, the closed
+//! descriptors, the process group and the deadline).
+//!
+//! Not covered: a host crash between a child's end and the check leaves what it
+//! created; bare repositories (a directory that is a repository without being
+//! named `.git`) are not guarded (rebase and sequencer state stays read-only even
+//! under a commit grant: its todo lists hold `exec` lines); a read-only
+//! call needs no walk (its work dir is read-only as a whole). The walk costs one
+//! `lstat` per directory of the work dir, and a listing for each directory that
+//! changed since the previous walk (see BENCHMARKS.md); past
+//! 250,000 directories it refuses to start a writing child.
+//!
+//! Modules: [`confine`] (the child's pre-exec steps; the only `unsafe` code),
+//! `landlock` (the rulesets, and what a child may reach at all), `seccomp`,
+//! `mounts` (the child's root, planned in the parent), `protect_walk` and
+//! `protect_check` (protected paths before and after), [`cgroup`], `capture`
+//! (head + tail of a stream), [`spawn`] (one child, start to reaped), [`table`]
+//! (what `process_list` shows), `host` (the WIT glue).
+
+mod capture;
+pub(crate) mod cgroup;
+pub(crate) mod confine;
+mod grant;
+pub(crate) mod host;
+mod landlock;
+mod mounts;
+mod protect_check;
+mod protect_walk;
+mod runtime;
+mod seccomp;
+pub(crate) mod spawn;
+pub(crate) mod table;
+
+pub use grant::ExecGrant;
+pub(crate) use grant::ResolvedGrant;
+pub(crate) use runtime::ExecAccess;
+pub use runtime::ExecRuntime;
+pub(crate) use spawn::SpawnRequest;
+pub use table::{ProcessInfo, ProcessState};
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Directories searched for allow-listed program names, before [`ExecSettings::path`].
+pub const SYSTEM_PATH: &[&str] =
+    &["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+
+/// Resource limits of one child (and everything it starts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildLimits {
+    /// CPU seconds per process (`RLIMIT_CPU`; SIGXCPU, then SIGKILL a second later).
+    pub cpu_seconds: u64,
+    /// Address space per process in bytes (`RLIMIT_AS`): allocation fails beyond it.
+    pub memory_bytes: u64,
+    /// Largest file a process may write (`RLIMIT_FSIZE`).
+    pub file_size_bytes: u64,
+    /// Processes (and threads) at once in the child's tree: the pids cgroup's
+    /// `pids.max`, and `RLIMIT_NPROC` where that applies (not for root).
+    pub processes: u64,
+    /// Default and most bytes kept of each of stdout and stderr (4 MiB: a long failing
+    /// build log reaches the output store whole, before anything is cut).
+    pub output_bytes: u64,
+}
+
+impl Default for ChildLimits {
+    fn default() -> Self {
+        Self {
+            cpu_seconds: 600,
+            memory_bytes: 4 << 30,
+            file_size_bytes: 1 << 30,
+            processes: 256,
+            output_bytes: 4 << 20,
+        }
+    }
+}
+
+/// Host-wide settings of exec: how many children at once, where programs are found
+/// and what they may read, and their limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecSettings {
+    /// Children running at once on this host; one more gets `exec_busy`.
+    pub max_children: usize,
+    /// Extra directories searched for program names (after [`SYSTEM_PATH`]); children
+    /// may read and execute in them.
+    pub path: Vec<PathBuf>,
+    /// Extra directories children may read, and run programs from (a toolchain's
+    /// files, say), never write.
+    pub read_dirs: Vec<PathBuf>,
+    /// Limits of every child.
+    pub limits: ChildLimits,
+    /// The pids cgroup directory the host makes its own in (default: its own pids
+    /// cgroup, found in `/proc/self/cgroup`).
+    pub cgroup_parent: Option<PathBuf>,
+}
+
+impl Default for ExecSettings {
+    fn default() -> Self {
+        Self {
+            max_children: 4,
+            path: Vec::new(),
+            read_dirs: Vec::new(),
+            limits: ChildLimits::default(),
+            cgroup_parent: None,
+        }
+    }
+}
+
+impl ExecSettings {
+    /// The directories searched for program names, in order.
+    pub fn search_path(&self) -> Vec<PathBuf> {
+        SYSTEM_PATH.iter().map(PathBuf::from).chain(self.path.iter().cloned()).collect()
+    }
+
+    /// The `PATH` a child sees.
+    pub fn child_path(&self) -> String {
+        let dirs: Vec<String> = self.search_path().iter().map(|p| p.display().to_string()).collect();
+        dirs.join(":")
+    }
+}
+
+/// The longest a child may take when neither the request nor the call says less.
+pub(crate) const MAX_CHILD_TIME: Duration = Duration::from_secs(3600);

@@ -1,0 +1,311 @@
+//! [`ExecRuntime`]: the host's one place that starts processes. It holds the
+//! confinement (built on first use and probed once), the limit on children at once, the
+//! process table and the host's protected paths. [`ExecAccess`] is one call's
+//! capability to use it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::cgroup::{CgroupRoot, ChildCgroup};
+use super::confine::{ChildSetup, IdMaps, is_root, last_capability};
+use super::grant::ResolvedGrant;
+use super::landlock::{Confiner, child_root};
+use super::mounts::{Layout, ProtectBind};
+use super::protect_check::{ListingCache, Watch};
+use super::spawn::{self, Finished, SpawnError, SpawnRequest};
+use super::table::{ProcessInfo, ProcessTable};
+use super::{ChildLimits, ExecSettings};
+use crate::protect::Protected;
+
+/// What confines children on this host, built on first use.
+struct Confinement {
+    confiner: Confiner,
+    cgroup: Option<CgroupRoot>,
+    /// What a child's root holds besides the work dir.
+    layout: Layout,
+    ids: IdMaps,
+    last_cap: u32,
+}
+
+impl Confinement {
+    /// The confined set-up of one child (and its cgroup): the ruleset and filter for
+    /// a call that may or may not write, namespaces, its root (with `protect` bound
+    /// over the work dir, ending in `cwd`), no capabilities, and the process cap —
+    /// the pids cgroup, or `RLIMIT_NPROC` when there is none and the host is not root.
+    fn setup(
+        &self,
+        limits: &ChildLimits,
+        writable: bool,
+        cwd: &Path,
+        protect: &[ProtectBind],
+    ) -> Result<(ChildSetup, Option<ChildCgroup>), String> {
+        let mut setup = ChildSetup::new(limits);
+        setup.ruleset = Some(self.confiner.ruleset(writable));
+        setup.seccomp = Some(self.confiner.seccomp(writable));
+        setup.namespaces = true;
+        setup.ids = Some(self.ids.clone());
+        setup.mounts = self.layout.script(writable, protect, cwd)?;
+        setup.drop_caps = Some(self.last_cap);
+        let cgroup = self.cgroup.as_ref().and_then(|root| root.child(limits.processes));
+        match &cgroup {
+            Some(c) => setup.cgroup_procs = Some(c.procs_fd()),
+            None if is_root() => return Err("could not create the child's pids cgroup".into()),
+            None => setup.nproc = Some(limits.processes),
+        }
+        Ok((setup, cgroup))
+    }
+}
+
+/// Starts, confines, bounds and tracks every child of one host.
+pub struct ExecRuntime {
+    settings: ExecSettings,
+    /// The `PATH` children see (from the settings, once).
+    path_var: String,
+    work_dir: Option<PathBuf>,
+    confinement: OnceLock<Result<Confinement, String>>,
+    slots: Semaphore,
+    table: ProcessTable,
+    /// What no child may change (default: `.git` at any depth of the work dir).
+    protected: OnceLock<Arc<Protected>>,
+    /// The work dir as the last walk for protected paths listed it.
+    listing: ListingCache,
+}
+
+impl std::fmt::Debug for ExecRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecRuntime").field("settings", &self.settings).finish_non_exhaustive()
+    }
+}
+
+/// One call's capability to start processes: the plugin's resolved grant, the
+/// variables it is granted, the host's runtime, and what its children changed that
+/// they must not have ([`ExecAccess::tampering`]).
+#[derive(Clone)]
+pub(crate) struct ExecAccess {
+    /// The host's runtime.
+    pub runtime: Arc<ExecRuntime>,
+    /// What the plugin may run.
+    pub grant: Arc<ResolvedGrant>,
+    /// The variables granted to the plugin (passed to every child).
+    pub env: Arc<[(String, String)]>,
+    /// The call's cancellation.
+    pub cancel: CancellationToken,
+    tampering: Tampering,
+}
+
+impl ExecAccess {
+    /// The capability of one call.
+    pub(crate) fn new(
+        runtime: Arc<ExecRuntime>,
+        grant: Arc<ResolvedGrant>,
+        env: Arc<[(String, String)]>,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self { runtime, grant, env, cancel, tampering: Tampering::default() }
+    }
+
+    /// What the call's children changed among the protected paths (undone where it
+    /// could be). Whatever the guest makes of the exec error it got, the host fails
+    /// the call with `permission_denied` when this holds something.
+    pub(crate) fn tampering(&self) -> Tampering {
+        self.tampering.clone()
+    }
+}
+
+/// What one call's children changed among the protected paths, shared between the
+/// call's exec capability and the host that fails the call.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tampering(Arc<Mutex<Vec<String>>>);
+
+impl Tampering {
+    /// Record what a child did.
+    pub(crate) fn record(&self, what: String) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(what);
+    }
+
+    /// Everything recorded, as one message, and clear it (`None`: nothing).
+    pub(crate) fn take(&self) -> Option<String> {
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        (!all.is_empty()).then(|| std::mem::take(&mut *all).join("; "))
+    }
+}
+
+impl ExecRuntime {
+    /// A runtime for a host working in `work_dir`. Nothing is probed until the first
+    /// child.
+    pub fn new(settings: ExecSettings, work_dir: Option<PathBuf>) -> Self {
+        let slots = Semaphore::new(settings.max_children.max(1));
+        let path_var = settings.child_path();
+        Self {
+            settings,
+            path_var,
+            work_dir,
+            confinement: OnceLock::new(),
+            slots,
+            table: ProcessTable::default(),
+            protected: OnceLock::new(),
+            listing: ListingCache::default(),
+        }
+    }
+
+    /// What no child may change: read-only binds over it in every writing child's
+    /// root, and creations undone after it. Set once, before the first child (later
+    /// calls change nothing); without it, `.git` at any depth of the work dir.
+    pub fn set_protected(&self, protected: Arc<Protected>) {
+        let _ = self.protected.set(protected);
+    }
+
+    fn protected(&self) -> Option<Arc<Protected>> {
+        let work = self.work_dir.as_ref()?;
+        Some(self.protected.get_or_init(|| Arc::new(Protected::new(work))).clone())
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &ExecSettings {
+        &self.settings
+    }
+
+    /// The processes started by this host: running ones, then recently ended ones.
+    pub fn processes(&self) -> Vec<ProcessInfo> {
+        self.table.snapshot()
+    }
+
+    /// Whether children can be confined here, and if not, why.
+    pub fn availability(&self) -> Result<(), String> {
+        self.confinement().map(|_| ()).map_err(str::to_owned)
+    }
+
+    /// The host's pids cgroup directory, once a child has been started in one.
+    pub fn cgroup_dir(&self) -> Option<&Path> {
+        self.confinement.get()?.as_ref().ok()?.cgroup.as_ref().map(CgroupRoot::dir)
+    }
+
+    fn confinement(&self) -> Result<&Confinement, &str> {
+        self.confinement.get_or_init(|| self.build_confinement()).as_ref().map_err(String::as_str)
+    }
+
+    fn build_confinement(&self) -> Result<Confinement, String> {
+        let confiner =
+            Confiner::new(self.work_dir.as_deref(), &self.settings.path, &self.settings.read_dirs)?;
+        super::mounts::check_host()?;
+        let layout = child_root(self.work_dir.as_deref(), &self.settings.path, &self.settings.read_dirs);
+        let cgroup = CgroupRoot::create(self.settings.cgroup_parent.as_deref());
+        if cgroup.is_none() && is_root() {
+            return Err(
+                "the host runs as root, which RLIMIT_NPROC does not bound, and no pids cgroup can be \
+                        created to cap a child's processes"
+                    .into(),
+            );
+        }
+        let confinement =
+            Confinement { confiner, cgroup, layout, ids: IdMaps::own(), last_cap: last_capability() };
+        let cwd = self.work_dir.clone().unwrap_or_else(|| PathBuf::from("/"));
+        probe(&confinement, &self.settings, &cwd)?;
+        Ok(confinement)
+    }
+
+    /// Start `req`, wait for it under its deadline and `cancel`, and clean up after
+    /// it. `exec_busy` when [`ExecSettings::max_children`] are running.
+    pub(crate) async fn run(
+        &self,
+        req: SpawnRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Finished, SpawnError> {
+        let _slot = self.slots.try_acquire().map_err(|_| {
+            SpawnError::Busy(format!(
+                "{} processes started by tools are already running on this host (the most at once); \
+                 try again when one has ended",
+                self.settings.max_children
+            ))
+        })?;
+        if req.unconfined {
+            let setup = ChildSetup::new(&self.settings.limits);
+            return spawn::run(req, setup, None, None, &self.path_var, &self.table, cancel).await;
+        }
+        let confinement = self.confinement().map_err(|e| SpawnError::Unavailable(e.to_string()))?;
+        // A read-only child cannot change the work dir at all; a writing one gets
+        // the protected paths bound read-only, and what it creates is undone.
+        let watch = match self.protected().filter(|_| req.writable) {
+            Some(protected) => {
+                let (commit, cache) = (req.commit, self.listing.clone());
+                let started = tokio::task::spawn_blocking(move || Watch::start(protected, commit, cache))
+                    .await
+                    .map_err(|e| SpawnError::Failed(format!("searching the work dir: {e}")))?;
+                let watch = started.map_err(|e| {
+                    SpawnError::Failed(format!("could not search the work dir for protected paths: {e}"))
+                })?;
+                let (dirs, listed) = watch.dirs();
+                tracing::debug!(dirs, listed, binds = watch.binds().len(), "protected paths found");
+                Some(watch)
+            }
+            None => None,
+        };
+        let binds = watch.as_ref().map(Watch::binds).unwrap_or_default();
+        let (setup, cgroup) = confinement
+            .setup(&self.settings.limits, req.writable, &req.cwd, &binds)
+            .map_err(SpawnError::Unavailable)?;
+        spawn::run(req, setup, cgroup, watch, &self.path_var, &self.table, cancel).await
+    }
+
+    /// The work dir children run in.
+    pub fn work_dir(&self) -> Option<&Path> {
+        self.work_dir.as_deref()
+    }
+}
+
+/// Start `true` fully confined once: a kernel without user namespaces (or one that
+/// refuses a step) fails here, before any tool relies on it.
+fn probe(confinement: &Confinement, settings: &ExecSettings, cwd: &Path) -> Result<(), String> {
+    let program = ["/usr/bin/true", "/bin/true"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .ok_or("no `true` to probe with")?;
+    let (setup, cgroup) = confinement.setup(&settings.limits, false, cwd, &[])?;
+    let mut cmd = std::process::Command::new(program);
+    cmd.env_clear().stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+    setup.install(&mut cmd);
+    let outcome = cmd.status();
+    if let Some(c) = cgroup {
+        c.remove();
+    }
+    match outcome {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("a confined probe process failed ({status})")),
+        Err(e) => Err(format!(
+            "a confined process cannot be started here (user, network and mount namespaces, Landlock): {e}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// A protected path swapped for another between the walk and the child's bind
+    /// (a symlink put above it by another call's child, say) stops the child.
+    #[test]
+    fn a_child_whose_protected_bind_is_not_what_the_walk_saw_does_not_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(work.join(".git")).unwrap();
+        let runtime = ExecRuntime::new(ExecSettings::default(), Some(work.clone()));
+        let confinement = runtime.confinement().unwrap_or_else(|e| panic!("no sandbox here: {e}"));
+        let meta = std::fs::symlink_metadata(work.join(".git")).unwrap();
+        let run = |ino: u64| {
+            let bind = ProtectBind { path: work.join(".git"), read_only: true, dev: meta.dev(), ino };
+            let (setup, cgroup) = confinement.setup(&runtime.settings.limits, true, &work, &[bind]).unwrap();
+            let mut cmd = std::process::Command::new("/usr/bin/true");
+            setup.install(&mut cmd);
+            let status = cmd.status();
+            drop(cgroup);
+            status
+        };
+        assert!(run(meta.ino()).unwrap().success());
+        let err = run(meta.ino() + 1).expect_err("the child started");
+        assert_eq!(err.raw_os_error(), Some(libc::ESTALE), "{err}");
+    }
+}

@@ -1,0 +1,317 @@
+//! One child, from start to reaped: spawn it confined, feed its stdin, read its
+//! output (head and tail), wait for it under its deadline and the call's
+//! cancellation, then kill whatever it left behind.
+//!
+//! The end of a child is decided by waiting for it, never by its pipes: a
+//! background job can hold them open for ever. Once the leader has ended (or been
+//! killed) every process left in its cgroup and process group is killed, and the
+//! readers are given a moment to drain what was written before.
+//!
+//! If the future is dropped midway (the call's own deadline passed), [`TreeGuard`]
+//! kills the whole tree on drop.
+//!
+//! A writing child's protected paths are checked once its whole tree is dead
+//! (`super::protect_check`): what it created there is removed and the spawn fails
+//! with [`SpawnError::Protected`]. When the future is dropped first, the guard still
+//! runs the check (off the call's path) after killing the tree.
+
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncWriteExt;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use super::capture::Captured;
+use super::capture::read_capped;
+use super::cgroup::ChildCgroup;
+use super::confine::{self, ChildSetup};
+use super::protect_check::Watch;
+use super::table::{ProcessState, ProcessTable};
+
+/// How long the readers may drain the pipes after the tree was killed.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// What to run, fully resolved: the host checked the program, cwd and env already.
+#[derive(Debug, Clone)]
+pub(crate) struct SpawnRequest {
+    /// Absolute path of the program (symlinks resolved at load).
+    pub(crate) program: PathBuf,
+    /// What the program sees as its name (`argv[0]`): the name on the allow-list, so
+    /// a multi-call binary reached through a symlink (rustup's `cargo`, busybox)
+    /// still knows what it was asked to be.
+    pub arg0: String,
+    /// Its arguments.
+    pub(crate) args: Vec<String>,
+    /// The command as one line, for `process_list`.
+    pub(crate) display: String,
+    /// Working directory (inside the work dir).
+    pub(crate) cwd: PathBuf,
+    /// The whole environment besides the fixed variables.
+    pub(crate) env: Vec<(String, String)>,
+    /// Bytes for stdin (then closed); `None`: empty stdin.
+    pub(crate) stdin: Option<Vec<u8>>,
+    /// When to kill it.
+    pub(crate) timeout: Duration,
+    /// Bytes kept of each stream.
+    pub(crate) max_output: usize,
+    /// Send stderr into stdout's pipe.
+    pub(crate) merge_stderr: bool,
+    /// Whether it may write the work dir.
+    pub(crate) writable: bool,
+    /// Run without Landlock and namespaces (the grant said so).
+    pub(crate) unconfined: bool,
+    /// It may write repository data beneath a `.git` (the grant's `commit`).
+    pub(crate) commit: bool,
+    /// Who started it (plugin or tool), for `process_list`.
+    pub(crate) started_by: String,
+    /// The call it belongs to.
+    pub(crate) call_id: String,
+}
+
+/// How a child ended.
+#[derive(Debug, Clone)]
+pub(crate) struct Finished {
+    /// Exit status, when it exited.
+    pub(crate) exit_code: Option<i32>,
+    /// The signal that ended it.
+    pub(crate) signal: Option<i32>,
+    /// Its stdout (and stderr when merged).
+    pub(crate) stdout: Captured,
+    /// Its stderr.
+    pub(crate) stderr: Captured,
+    /// Wall time.
+    pub(crate) duration: Duration,
+    /// Killed at its deadline.
+    pub(crate) timed_out: bool,
+    /// Killed because the call was cancelled.
+    pub(crate) cancelled: bool,
+}
+
+/// Why a child was not started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SpawnError {
+    /// Too many children are running.
+    #[error("exec_busy: {0}")]
+    Busy(String),
+    /// The host cannot confine a child here.
+    #[error("sandbox_unavailable: {0}")]
+    Unavailable(String),
+    /// Starting it failed.
+    #[error("spawn_failed: {0}")]
+    Failed(String),
+    /// It ran, and changed a protected path in a way bind mounts cannot stop
+    /// (creating a `.git`, say); what could be undone was.
+    #[error("permission_denied: {0}")]
+    Protected(String),
+}
+
+impl SpawnError {
+    /// The error code ([`crate::error::codes`]).
+    pub(crate) fn code(&self) -> &'static str {
+        match self {
+            SpawnError::Busy(_) => crate::error::codes::EXEC_BUSY,
+            SpawnError::Unavailable(_) => crate::error::codes::SANDBOX_UNAVAILABLE,
+            SpawnError::Failed(_) => crate::error::codes::SPAWN_FAILED,
+            SpawnError::Protected(_) => crate::error::codes::PERMISSION_DENIED,
+        }
+    }
+
+    /// What went wrong.
+    pub(crate) fn message(&self) -> &str {
+        match self {
+            SpawnError::Busy(m)
+            | SpawnError::Unavailable(m)
+            | SpawnError::Failed(m)
+            | SpawnError::Protected(m) => m,
+        }
+    }
+}
+
+/// Kills the child's whole tree, and does so again when dropped: the process group,
+/// and every process of the cgroup (or, without one, of the child's user namespace),
+/// `setsid` or not.
+struct TreeGuard<'a> {
+    pgid: u32,
+    /// The child's own user namespace, when there is no cgroup to find its tree by.
+    userns: Option<std::ffi::OsString>,
+    cgroup: Option<ChildCgroup>,
+    table: &'a ProcessTable,
+    entry: u64,
+    recorded: bool,
+    /// The protected paths to check once the tree is dead.
+    watch: Option<Watch>,
+}
+
+impl TreeGuard<'_> {
+    fn kill(&self) {
+        if self.pgid > 0 {
+            confine::kill_group(self.pgid, libc::SIGKILL);
+        }
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill_all();
+        }
+        if let Some(ns) = &self.userns {
+            confine::kill_namespace(ns);
+        }
+    }
+}
+
+impl Drop for TreeGuard<'_> {
+    fn drop(&mut self) {
+        self.kill();
+        if !self.recorded {
+            self.table.ended(self.entry, ProcessState::Cancelled);
+        }
+        // Removing the cgroup waits for the killed processes to leave it, and the
+        // check walks the work dir: off the call's path when there is a runtime to
+        // do them on. Nobody is left to tell (the call is ending otherwise), so what
+        // the check finds is logged; what it undoes is undone all the same.
+        let (cgroup, watch) = (self.cgroup.take(), self.watch.take());
+        let after = move || {
+            if let Some(cgroup) = cgroup {
+                cgroup.remove();
+            }
+            if let Some(Err(why)) = watch.map(Watch::check) {
+                tracing::warn!(%why, "a child that was stopped had changed protected paths");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(after)),
+            Err(_) => after(),
+        }
+    }
+}
+
+enum End {
+    Exited(std::io::Result<std::process::ExitStatus>),
+    TimedOut,
+    Cancelled,
+}
+
+/// Spawn `req` with `setup` (its cgroup in `cgroup`), wait for it, and reap it and
+/// everything it started; then check `watch`'s protected paths. Records it in
+/// `table`.
+pub(super) async fn run(
+    req: SpawnRequest,
+    setup: ChildSetup,
+    cgroup: Option<ChildCgroup>,
+    watch: Option<Watch>,
+    path_var: &str,
+    table: &ProcessTable,
+    cancel: &CancellationToken,
+) -> Result<Finished, SpawnError> {
+    let started = Instant::now();
+    let mut cmd = tokio::process::Command::new(&req.program);
+    cmd.arg0(&req.arg0)
+        .args(&req.args)
+        .current_dir(&req.cwd)
+        .env_clear()
+        .env("PATH", path_var)
+        .env("HOME", &req.cwd)
+        .env("TMPDIR", &req.cwd)
+        .env("LANG", "C.UTF-8")
+        .envs(req.env.iter().map(|(k, v)| (k, v)))
+        .stdin(if req.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .kill_on_drop(true);
+    let merged = if req.merge_stderr {
+        let (reader, writer) = std::io::pipe().map_err(|e| SpawnError::Failed(format!("pipe: {e}")))?;
+        let second = writer.try_clone().map_err(|e| SpawnError::Failed(format!("pipe: {e}")))?;
+        cmd.stdout(Stdio::from(writer)).stderr(Stdio::from(second));
+        Some(OwnedFd::from(reader))
+    } else {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        None
+    };
+    let namespaces = setup.namespaces;
+    setup.install(cmd.as_std_mut());
+    let spawned = cmd.spawn();
+    // The parent's copies of the merged pipe's write end go with the command.
+    drop(cmd);
+    let mut child = spawned.map_err(|e| SpawnError::Failed(format!("{}: {e}", req.program.display())))?;
+    let pid = child.id().unwrap_or(0);
+    let entry = table.started(pid, &req.display, &req.started_by, &req.call_id);
+    let userns = if namespaces && cgroup.is_none() { confine::user_namespace(pid) } else { None };
+    let mut guard = TreeGuard { pgid: pid, userns, cgroup, table, entry, recorded: false, watch };
+
+    if let (Some(bytes), Some(mut stdin)) = (req.stdin, child.stdin.take()) {
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
+    let cap = req.max_output;
+    let stdout = match merged {
+        Some(fd) => match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
+            Ok(rx) => tokio::spawn(read_capped(rx, cap)),
+            Err(e) => return Err(SpawnError::Failed(format!("pipe: {e}"))),
+        },
+        None => match child.stdout.take() {
+            Some(out) => tokio::spawn(read_capped(out, cap)),
+            None => tokio::spawn(async { Captured::default() }),
+        },
+    };
+    let stderr = match child.stderr.take() {
+        Some(err) => tokio::spawn(read_capped(err, cap)),
+        None => tokio::spawn(async { Captured::default() }),
+    };
+
+    let end = tokio::select! {
+        biased;
+        status = child.wait() => End::Exited(status),
+        _ = cancel.cancelled() => End::Cancelled,
+        _ = tokio::time::sleep(req.timeout) => End::TimedOut,
+    };
+    // Whatever the leader did, nothing it started outlives the call.
+    guard.kill();
+    let (timed_out, cancelled) = (matches!(end, End::TimedOut), matches!(end, End::Cancelled));
+    let status = match end {
+        End::Exited(status) => status,
+        End::TimedOut | End::Cancelled => child.wait().await,
+    };
+    let duration = started.elapsed();
+    let drain = |task: tokio::task::JoinHandle<Captured>| async move {
+        let abort = task.abort_handle();
+        match tokio::time::timeout(DRAIN, task).await {
+            Ok(Ok(captured)) => captured,
+            _ => {
+                abort.abort();
+                Captured::default()
+            }
+        }
+    };
+    let (stdout, stderr) = tokio::join!(drain(stdout), drain(stderr));
+    // The whole tree is dead (killed above): nothing changes the work dir now. The
+    // check runs to its end even if this future is dropped meanwhile.
+    let tampered = match guard.watch.take() {
+        Some(watch) => match tokio::task::spawn_blocking(move || watch.check()).await {
+            Ok(verdict) => verdict.err(),
+            Err(e) => Some(format!("the check of the protected paths did not finish: {e}")),
+        },
+        None => None,
+    };
+
+    let status = status.map_err(|e| SpawnError::Failed(format!("waiting for the child: {e}")))?;
+    let state = match (timed_out, cancelled, status.code(), status.signal()) {
+        (true, _, _, _) => ProcessState::TimedOut,
+        (_, true, _, _) => ProcessState::Cancelled,
+        (_, _, Some(code), _) => ProcessState::Exited(code),
+        (_, _, None, signal) => ProcessState::Signaled(signal.unwrap_or(0)),
+    };
+    table.ended(entry, state);
+    guard.recorded = true;
+    drop(guard);
+    if let Some(why) = tampered {
+        return Err(SpawnError::Protected(why));
+    }
+    Ok(Finished {
+        exit_code: status.code(),
+        signal: status.signal(),
+        stdout,
+        stderr,
+        duration,
+        timed_out,
+        cancelled,
+    })
+}

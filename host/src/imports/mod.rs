@@ -1,0 +1,54 @@
+//! The host side of each interface a guest imports, one module per interface:
+//! [`log`] (`toolhost:plugin/log`), [`files`] (`toolhost:plugin/files`), [`fetch`]
+//! (`toolhost:plugin/fetch`, the pinned HTTP client and its SSRF check), [`exec`]
+//! (`toolhost:plugin/exec`, confined child processes) and [`wasi_fs`]
+//! (`wasi:filesystem`, wasmtime-wasi's behind the host's checks).
+//!
+//! Each holds its per-call state as a value, implements its WIT `Host` trait on
+//! that state's view, and has its own `add_to_linker`; the sandbox composes them.
+
+pub(crate) mod exec;
+pub(crate) mod fetch;
+pub(crate) mod files;
+pub(crate) mod log;
+pub(crate) mod wasi_fs;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What every import knows of the call it serves: whose it is (for log lines) and
+/// when it must be over (a fetch or a child never outlives it).
+#[derive(Debug, Clone)]
+pub(crate) struct CallInfo {
+    /// The plugin's display name.
+    pub plugin: Arc<str>,
+    /// The call id.
+    pub call_id: Arc<str>,
+    /// When the call's deadline passes.
+    pub deadline: Instant,
+}
+
+/// The filesystem one call holds: the work dir (or not), and extra read-only dirs.
+/// The default is nothing at all.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct FsAccess {
+    /// The work dir (canonical host path; also the guest path), when granted.
+    pub work_dir: Option<PathBuf>,
+    /// Whether the guest may create, write and delete in the work dir.
+    pub writable: bool,
+    /// Directories preopened read-only under their own path.
+    pub read_dirs: Arc<[PathBuf]>,
+}
+
+impl FsAccess {
+    /// The guest path of the work dir, if any.
+    pub(crate) fn guest_path(&self) -> Option<String> {
+        self.work_dir.as_ref().map(|dir| dir.to_string_lossy().into_owned())
+    }
+
+    /// The work dir, when the call may write in it.
+    pub(crate) fn writable_dir(&self) -> Option<&PathBuf> {
+        self.work_dir.as_ref().filter(|_| self.writable)
+    }
+}

@@ -1,0 +1,150 @@
+//! What a component asks for and whether its grants cover it, judged from its
+//! imports at load, before any of its code runs: identity (the pinned sha256),
+//! each import against the grants (`capability_denied`, naming the key that would
+//! grant it), and what `toolhost inspect` shows it requests.
+
+use crate::error::LoadError;
+use crate::policy::grants::{PluginGrants, Sockets};
+
+/// Import prefixes a plugin may have. Anything else is refused at load,
+/// before any of its code runs.
+const GRANTED_IMPORTS: &[(&str, &str)] = &[
+    ("toolhost:plugin/", "the toolhost contract"),
+    ("wasi:cli/", "args, env and stdio (all empty or captured)"),
+    ("wasi:io/", "streams"),
+    ("wasi:clocks/", "clocks"),
+    ("wasi:random/", "random numbers"),
+    ("wasi:filesystem/", "the work dir preopen, when the call grants it"),
+];
+
+/// The pinned-fetch interface: granted only to a plugin whose network grant lists hosts.
+const FETCH_INTERFACE: &str = "toolhost:plugin/fetch";
+
+/// The exec interface: granted only to a plugin whose grant lists programs or the shell.
+const EXEC_INTERFACE: &str = "toolhost:plugin/exec";
+
+/// Socket interfaces: linked only when the grants stub them (every operation refused).
+const SOCKETS_PREFIX: &str = "wasi:sockets/";
+
+/// The import names of `component`, sorted.
+pub(crate) fn imports_of(
+    engine: &wasmtime::Engine,
+    component: &wasmtime::component::Component,
+) -> Vec<String> {
+    let mut names: Vec<String> =
+        component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect();
+    names.sort();
+    names
+}
+
+pub(crate) fn is_fetch(import: &str) -> bool {
+    import.strip_prefix(FETCH_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
+}
+
+pub(crate) fn is_exec(import: &str) -> bool {
+    import.strip_prefix(EXEC_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
+}
+
+/// Refuse bytes whose `sha256` is not the one `grants` pins (`identity_mismatch`).
+pub(crate) fn check_identity(name: &str, sha256: &str, grants: &PluginGrants) -> Result<(), LoadError> {
+    match &grants.sha256 {
+        Some(expected) if !expected.eq_ignore_ascii_case(sha256) => Err(LoadError::IdentityMismatch {
+            plugin: name.to_string(),
+            expected: expected.clone(),
+            actual: sha256.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Refuse any import `grants` does not cover, naming it and the grant that would
+/// cover it: `toolhost:plugin/fetch` needs network hosts, `wasi:sockets` the stub,
+/// anything outside [`GRANTED_IMPORTS`] is never provided.
+pub(crate) fn check_imports(imports: &[String], grants: &PluginGrants) -> Result<(), LoadError> {
+    for import in imports {
+        let denied = |why: String| LoadError::CapabilityDenied { interface: import.clone(), why };
+        if is_fetch(import) {
+            if grants.net.is_empty() {
+                let how = grants.source.how_to_grant("network", "[\"HOST\", …]", "--allow-host PATTERN");
+                return Err(denied(format!(
+                    "no network hosts are granted to this plugin (grant some with {how})"
+                )));
+            }
+            continue;
+        }
+        if is_exec(import) {
+            if grants.exec.is_empty() {
+                let how = grants.source.how_to_grant(
+                    "exec",
+                    "{ programs = [\"NAME\", …] }",
+                    "--allow-program NAME",
+                );
+                return Err(denied(format!(
+                    "no programs are granted to this plugin (grant some with {how})"
+                )));
+            }
+            continue;
+        }
+        if import.starts_with(SOCKETS_PREFIX) {
+            if grants.sockets == Sockets::Stub {
+                continue;
+            }
+            let how = grants.source.how_to_grant("sockets", "\"stub\"", "--stub-sockets");
+            return Err(denied(format!(
+                "plugins get no sockets; network access is only through the host's pinned fetch. \
+                 A runtime that imports sockets without using them can be linked with every socket \
+                 operation refused: {how}"
+            )));
+        }
+        if GRANTED_IMPORTS.iter().any(|(prefix, _)| import.starts_with(prefix)) {
+            continue;
+        }
+        let why = if import.starts_with("wasi:http/") {
+            "plugins get no raw HTTP; network access is only through the host's pinned fetch"
+        } else {
+            "the host does not provide this interface to plugins"
+        };
+        return Err(denied(why.into()));
+    }
+    Ok(())
+}
+
+/// What a component asks for, read from its imports.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Requested {
+    /// It imports `wasi:filesystem` (it can use a preopen if it is granted one).
+    pub filesystem: bool,
+    /// It imports `toolhost:plugin/fetch` (it needs network hosts).
+    pub fetch: bool,
+    /// It imports `wasi:sockets` (only ever stubbed).
+    pub sockets: bool,
+    /// It imports `toolhost:plugin/exec` (it needs an exec grant).
+    pub exec: bool,
+    /// It imports `wasi:cli/environment` (it can read granted env variables).
+    pub env: bool,
+    /// Imports the host never provides.
+    pub unknown: Vec<String>,
+}
+
+impl Requested {
+    /// Read the requests off `imports`.
+    pub fn from_imports(imports: &[String]) -> Self {
+        let mut requested = Requested::default();
+        for import in imports {
+            if is_fetch(import) {
+                requested.fetch = true;
+            } else if is_exec(import) {
+                requested.exec = true;
+            } else if import.starts_with(SOCKETS_PREFIX) {
+                requested.sockets = true;
+            } else if import.starts_with("wasi:filesystem/") {
+                requested.filesystem = true;
+            } else if import.starts_with("wasi:cli/environment") {
+                requested.env = true;
+            } else if !GRANTED_IMPORTS.iter().any(|(prefix, _)| import.starts_with(prefix)) {
+                requested.unknown.push(import.clone());
+            }
+        }
+        requested
+    }
+}

@@ -1,0 +1,16 @@
+//! Stage 2, once per plugin: read the component, check its identity and imports
+//! against its grants, compile it (or take it from the cache), prepare its
+//! instantiation, list its tools and compile their argument schemas.
+//!
+//! [`plugin`] loads one component, [`capabilities`] judges its imports, [`spec`]
+//! bounds and converts its tool list, [`args`] compiles and applies argument
+//! schemas, [`registry`] holds every tool by name, [`inspect`] looks at a
+//! component without registering it, [`builtins`] are the embedded components.
+
+pub(crate) mod args;
+pub(crate) mod builtins;
+pub(crate) mod capabilities;
+pub(crate) mod inspect;
+pub(crate) mod plugin;
+pub(crate) mod registry;
+pub(crate) mod spec;

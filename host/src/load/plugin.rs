@@ -1,0 +1,192 @@
+//! Stage 2, once per plugin: bytes → sha256 → compiled component (cached) →
+//! imports checked → [`PluginPre`] → tool specs.
+//!
+//! Everything that can be done before a call is done here, once: compiling,
+//! resolving imports against the linker, listing the tools and compiling
+//! their argument schemas. A call then only instantiates and runs.
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Linker;
+
+use super::capabilities::{check_identity, check_imports, imports_of, is_exec, is_fetch};
+use crate::bindings::HostPluginPre as PluginPre;
+use crate::engine::Engine;
+use crate::error::LoadError;
+use crate::imports::FsAccess;
+use crate::imports::exec::ResolvedGrant;
+use crate::imports::fetch::NetGrant;
+use crate::limits::Limits;
+use crate::load::spec::ToolSpec;
+use crate::policy::Redactor;
+use crate::policy::grants::{FsGrant, PluginGrants};
+use crate::sandbox::{CallState, Prepared};
+
+/// A loaded plugin: a compiled component ready to instantiate per call, and
+/// the tools it declared.
+pub struct Plugin {
+    sha256: String,
+    imports: Vec<String>,
+    from_cache: bool,
+    prepared: Prepared,
+    tools: Vec<ToolSpec>,
+    /// `Some` only when the component imports fetch (and its grant lists hosts).
+    net: Option<Arc<NetGrant>>,
+    /// `Some` only when the component imports exec: its grant, resolved by the host.
+    exec: Option<Arc<ResolvedGrant>>,
+    grants: PluginGrants,
+    read_dirs: Arc<[std::path::PathBuf]>,
+    redactor: Redactor,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.prepared.name)
+            .field("sha256", &self.sha256)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Plugin {
+    /// Load the component `bytes` under the display name `name` with `grants`: its
+    /// sha256 must match the pinned one (`identity_mismatch`), and every import must be
+    /// granted (`capability_denied`) before any of its code runs.
+    pub(crate) async fn load(
+        engine: &Engine,
+        linker: &Linker<CallState>,
+        name: &str,
+        bytes: &[u8],
+        grants: &PluginGrants,
+    ) -> Result<Self, LoadError> {
+        let sha256 = hex::encode(Sha256::digest(bytes));
+        check_identity(name, &sha256, grants)?;
+        let loaded = engine.component(bytes, &sha256)?;
+        let component = loaded.component;
+
+        let imports = imports_of(engine.wasmtime(), &component);
+        check_imports(&imports, grants)?;
+        let net = imports.iter().any(|i| is_fetch(i)).then(|| Arc::new(grants.net.clone()));
+
+        let instance_pre = linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::BadPlugin(format!("{name}: cannot link the component: {:#}", e)))?;
+        let pre = PluginPre::new(instance_pre).map_err(|e| {
+            LoadError::BadPlugin(format!(
+                "{name}: it does not export the toolhost:plugin/tools interface (0.1.0): {e:#}"
+            ))
+        })?;
+
+        let prepared = Prepared {
+            engine: engine.wasmtime().clone(),
+            pre,
+            name: name.into(),
+            env: grants.env.clone().into(),
+        };
+        let tools = crate::sandbox::list_tools(&prepared, &grants.limits)
+            .await
+            .map_err(|e| LoadError::BadPlugin(format!("{name}: listing its tools failed: {e}")))?;
+        let tools = crate::load::spec::from_listing(&prepared.name, tools)?;
+        Ok(Self {
+            sha256,
+            imports,
+            from_cache: loaded.from_cache,
+            prepared,
+            tools,
+            net,
+            exec: None,
+            read_dirs: grants.read_dirs.clone().into(),
+            redactor: Redactor::new(&grants.env),
+            grants: grants.clone(),
+        })
+    }
+
+    /// The plugin's display name (`builtin:fs`, or the file it came from).
+    pub fn name(&self) -> &str {
+        &self.prepared.name
+    }
+
+    /// Hex sha256 of the component bytes.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The interfaces the component imports (versioned names).
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+
+    /// Whether the compiled code came from the on-disk cache.
+    pub fn from_cache(&self) -> bool {
+        self.from_cache
+    }
+
+    /// The tools the plugin declared, in its own order.
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+
+    /// Environment variables granted to the plugin (each call sees exactly these).
+    pub fn env(&self) -> &[(String, String)] {
+        &self.grants.env
+    }
+
+    /// Everything the plugin is granted.
+    pub fn grants(&self) -> &PluginGrants {
+        &self.grants
+    }
+
+    /// Redacts its output (its granted env values, secret-shaped text).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// The limits of its calls.
+    pub fn limits(&self) -> &Limits {
+        &self.grants.limits
+    }
+
+    /// The filesystem a call to one of its tools holds (`writes`: the tool does not
+    /// declare read-only) in `work_dir`.
+    pub(crate) fn fs_access(&self, work_dir: Option<&std::path::Path>, writes: bool) -> FsAccess {
+        let work_dir = match self.grants.fs {
+            FsGrant::None => None,
+            FsGrant::Read | FsGrant::ReadWrite => work_dir.map(std::path::Path::to_path_buf),
+        };
+        FsAccess {
+            writable: work_dir.is_some() && writes && self.grants.fs == FsGrant::ReadWrite,
+            work_dir,
+            read_dirs: self.read_dirs.clone(),
+        }
+    }
+
+    /// The network grant of this plugin: `None` when it does not import fetch (it has no
+    /// network at all).
+    pub fn network(&self) -> Option<&Arc<NetGrant>> {
+        self.net.as_ref()
+    }
+
+    /// Whether the component imports exec.
+    pub fn imports_exec(&self) -> bool {
+        self.imports.iter().any(|i| is_exec(i))
+    }
+
+    /// Resolve its exec grant's programs (through `search`, never inside `work_dir`), if
+    /// it imports exec. Done once, at load.
+    pub(crate) fn resolve_exec(&mut self, search: &[std::path::PathBuf], work_dir: Option<&std::path::Path>) {
+        if self.imports_exec() {
+            self.exec = Some(Arc::new(self.grants.exec.resolve(search, work_dir)));
+        }
+    }
+
+    /// What it may run: `None` when it does not import exec (it starts no process).
+    pub fn exec(&self) -> Option<&Arc<ResolvedGrant>> {
+        self.exec.as_ref()
+    }
+
+    /// What instantiating it takes.
+    pub(crate) fn prepared(&self) -> &Prepared {
+        &self.prepared
+    }
+}

@@ -1,0 +1,182 @@
+//! The registry: tool name → tool, duplicates refused, a stable sorted order
+//! (a stable tool list keeps a model provider's prompt cache warm), and an
+//! allow-list filter.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::error::{CallError, LoadError};
+use crate::load::args::ArgsSchema;
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::load::plugin::Plugin;
+use crate::load::spec::{ToolDefinition, ToolSpec};
+
+/// What runs a tool: a component, or the host itself.
+#[derive(Clone)]
+pub(crate) enum Runner {
+    /// A tool of a WebAssembly plugin, run in a fresh sandbox per call.
+    Wasm(Arc<Plugin>),
+    /// A tool the host implements (`read_output`): it only reads host state.
+    Native(Arc<dyn NativeTool>),
+}
+
+/// One registered tool: its spec, its compiled argument schema, and what
+/// runs it.
+pub struct Tool {
+    spec: ToolSpec,
+    args: ArgsSchema,
+    runner: Runner,
+}
+
+impl Tool {
+    /// The tool's spec.
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// The plugin that provides it, unless the host implements it.
+    pub fn plugin(&self) -> Option<&Arc<Plugin>> {
+        match &self.runner {
+            Runner::Wasm(plugin) => Some(plugin),
+            Runner::Native(_) => None,
+        }
+    }
+
+    /// Where the tool comes from: the plugin's name, or `builtin:host`.
+    pub fn source(&self) -> &str {
+        match &self.runner {
+            Runner::Wasm(plugin) => plugin.name(),
+            Runner::Native(_) => NATIVE_SOURCE,
+        }
+    }
+
+    pub(crate) fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    pub(crate) fn args(&self) -> &ArgsSchema {
+        &self.args
+    }
+}
+
+/// The source shown for tools the host implements itself.
+pub const NATIVE_SOURCE: &str = "builtin:host";
+
+/// Tools by name, in sorted order.
+#[derive(Default)]
+pub struct Registry {
+    tools: BTreeMap<String, Arc<Tool>>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Register every tool of `plugin`. Fails without registering any of
+    /// them when a name is already taken (`duplicate_tool: NAME`) or a
+    /// schema does not compile.
+    pub fn register(&mut self, plugin: Arc<Plugin>) -> Result<(), LoadError> {
+        let runner = Runner::Wasm(plugin.clone());
+        self.register_all(plugin.tools().iter().map(|spec| (spec.clone(), runner.clone())).collect())
+    }
+
+    /// Register a tool the host implements.
+    pub(crate) fn register_native(&mut self, tool: Arc<dyn NativeTool>) -> Result<(), LoadError> {
+        self.register_all(vec![(tool.spec(), Runner::Native(tool))])
+    }
+
+    fn register_all(&mut self, tools: Vec<(ToolSpec, Runner)>) -> Result<(), LoadError> {
+        let mut staged: Vec<Tool> = Vec::with_capacity(tools.len());
+        for (spec, runner) in tools {
+            if self.tools.contains_key(&spec.name) || staged.iter().any(|t| t.spec.name == spec.name) {
+                return Err(LoadError::DuplicateTool(spec.name));
+            }
+            staged.push(Tool { args: spec.compile_args()?, spec, runner });
+        }
+        for tool in staged {
+            self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
+        }
+        Ok(())
+    }
+
+    /// Keep only the tools named in `allowed`; names that match nothing are
+    /// returned so the caller can report them.
+    pub fn retain(&mut self, allowed: &[String]) -> Vec<String> {
+        let unknown = allowed.iter().filter(|n| !self.tools.contains_key(*n)).cloned().collect();
+        self.tools.retain(|name, _| allowed.contains(name));
+        unknown
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
+        self.tools.get(name)
+    }
+
+    /// All tools, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Tool>> {
+        self.tools.values()
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// True when no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Name, description and schema of every tool, sorted by name.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.iter()
+            .map(|t| ToolDefinition {
+                name: t.spec.name.clone(),
+                description: t.spec.description.clone(),
+                parameters: t.spec.parameters.clone(),
+            })
+            .collect()
+    }
+}
+
+/// What a native tool returns on success.
+pub(crate) struct NativeOutput {
+    pub(crate) content: String,
+    pub(crate) metadata: Option<Value>,
+}
+
+/// What a native tool knows about the call it runs.
+#[derive(Clone, Copy)]
+pub(crate) struct NativeCall<'a> {
+    /// The call id.
+    pub(crate) call_id: &'a str,
+    /// The caller's cancellation.
+    pub(crate) cancel: &'a CancellationToken,
+    /// When the call's deadline passes: the executor stops the call there; a tool
+    /// that waits on something (a child) ends it a little before, keeping what it has.
+    pub(crate) deadline: std::time::Instant,
+}
+
+/// A tool implemented in the host. It runs on the caller's task; one that waits
+/// (`run_tests`) must honour the call's cancellation.
+pub(crate) trait NativeTool: Send + Sync {
+    /// The tool's spec (computed once, at registration).
+    fn spec(&self) -> ToolSpec;
+    /// Whether its output is redacted like every tool's (granted values, secret
+    /// shapes). Only `env_get` says no: showing granted values is what it is for,
+    /// and it masks secret-looking ones itself.
+    fn redacted(&self) -> bool {
+        true
+    }
+    /// Run it with validated arguments.
+    fn call<'a>(
+        &'a self,
+        args: Value,
+        call: NativeCall<'a>,
+    ) -> BoxFuture<'a, Result<NativeOutput, CallError>>;
+}

@@ -1,0 +1,115 @@
+//! What one plugin is granted: the capabilities handed to each of its calls,
+//! as values. The policy file ([`crate::policy`]), the CLI flags and the library
+//! builder all end up here; loading a plugin checks a component's
+//! imports against it, and the sandbox builds each call's WASI context from it.
+
+use std::path::PathBuf;
+
+use crate::imports::exec::ExecGrant;
+use crate::imports::fetch::NetGrant;
+use crate::limits::Limits;
+
+/// Filesystem access to the work dir.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FsGrant {
+    /// No preopen at all: the component sees no filesystem.
+    None,
+    /// The work dir, read-only for every tool.
+    Read,
+    /// The work dir, writable for tools that do not declare `read-only`.
+    #[default]
+    ReadWrite,
+}
+
+impl FsGrant {
+    /// The spelling used in the policy file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FsGrant::None => "none",
+            FsGrant::Read => "read",
+            FsGrant::ReadWrite => "read-write",
+        }
+    }
+}
+
+/// What happens to a component that imports `wasi:sockets`. Real sockets are
+/// never granted: networking goes through the host's pinned fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sockets {
+    /// Refuse the component at load (`capability_denied`).
+    #[default]
+    Refuse,
+    /// Link the imports, and refuse every socket operation at run time
+    /// (`access-denied`): no TCP, no UDP, no name lookup, no address allowed.
+    /// For toolchains whose runtime imports sockets whether a tool uses them
+    /// or not (componentize-py's CPython).
+    Stub,
+}
+
+/// Where a plugin's grants come from: how a refusal tells the user to change them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrantSource {
+    /// A builtin plugin: grants come from the host's settings.
+    Builtin,
+    /// A component given on the command line or to the builder, not in the policy.
+    AdHoc,
+    /// An entry of the policy file: `plugins.<name>` in `path`.
+    Policy {
+        /// The entry's name (`plugins.<name>`).
+        name: String,
+    },
+}
+
+impl GrantSource {
+    /// How to grant `key` (`network`, `sockets`, …) to a plugin from this source, in
+    /// words for the user (never shown to a model).
+    pub fn how_to_grant(&self, key: &str, example: &str, flag: &str) -> String {
+        match self {
+            GrantSource::Policy { name } => format!("policy key plugins.{name}.{key} = {example}"),
+            GrantSource::AdHoc => format!("{flag}, or the policy key plugins.<name>.{key} = {example}"),
+            GrantSource::Builtin => format!("the host's settings ({flag})"),
+        }
+    }
+}
+
+/// Everything one plugin is granted.
+#[derive(Debug, Clone)]
+pub struct PluginGrants {
+    /// The work dir: none, read-only, or read-write.
+    pub fs: FsGrant,
+    /// Extra directories preopened read-only (under their own host path).
+    pub read_dirs: Vec<PathBuf>,
+    /// The hosts its fetch may reach (used only if it imports fetch).
+    pub net: NetGrant,
+    /// The environment each call sees: exactly these variables.
+    pub env: Vec<(String, String)>,
+    /// What to do with `wasi:sockets` imports.
+    pub sockets: Sockets,
+    /// The programs it may start (used only if it imports exec).
+    pub exec: ExecGrant,
+    /// The limits of its calls.
+    pub limits: Limits,
+    /// The sha256 the component must have (policy entries), checked at load.
+    pub sha256: Option<String>,
+    /// Where the grants come from.
+    pub source: GrantSource,
+}
+
+impl PluginGrants {
+    /// Grants with the work dir read-write, no network, no env, and `limits`.
+    pub fn new(source: GrantSource, limits: Limits) -> Self {
+        Self {
+            fs: FsGrant::ReadWrite,
+            read_dirs: Vec::new(),
+            net: NetGrant::default(),
+            env: Vec::new(),
+            sockets: Sockets::Refuse,
+            exec: ExecGrant::default(),
+            limits,
+            sha256: None,
+            source,
+        }
+    }
+}

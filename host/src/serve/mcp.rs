@@ -1,0 +1,194 @@
+//! An MCP server over the host's tools, built on the official Rust SDK
+//! (`rmcp`): `toolhost serve` runs it on stdio so any MCP client can call
+//! every loaded tool.
+//!
+//! - `tools/list`: every registered tool, sorted by name, with its argument
+//!   schema as `inputSchema` and hints from its spec. The list is built once,
+//!   when the server is created.
+//! - `tools/call`: one [`Host::execute`]. A tool's failure (unknown tool, bad
+//!   arguments, limits, cancellation) is a result with `isError: true` whose
+//!   text starts with the error code, never a JSON-RPC error: the model reads
+//!   it and can correct itself.
+//! - `notifications/cancelled` cancels the request's token, which stops the
+//!   guest; the call ends `cancelled` (and rmcp drops the response).
+//! - A request with a progress token gets `notifications/progress` every
+//!   second while its call runs.
+//!
+//! Each request runs in its own task and the [`Host`] is shared through an
+//! [`Arc`], so calls run concurrently (bounded only by the host's slots).
+//! stdout carries the protocol and nothing else: logs go to stderr.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+
+use crate::call::executor::{ToolCall, ToolResult};
+use crate::call::host::Host;
+use crate::load::spec::ToolSpec;
+
+/// How often a running call reports progress (to requests that asked for it).
+pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The one-sentence instructions sent with `initialize`.
+const INSTRUCTIONS: &str = "Each tool runs in a fresh WebAssembly sandbox that sees only the work directory; \
+a failed call's text starts with an error code (such as path_escape or timeout) that says what to fix.";
+
+/// Whether a tool may reach outside the work directory: its plugin imports
+/// `fetch` and holds a network grant (`wasi:sockets` and `wasi:http` are
+/// refused at load, so this is the only way out).
+fn open_world(tool: &crate::load::registry::Tool) -> bool {
+    tool.plugin().is_some_and(|p| p.network().is_some())
+}
+
+/// An [`rmcp::ServerHandler`] over a [`Host`]: serve it over any rmcp
+/// transport (`ToolhostServer::new(host).serve(transport)` with
+/// [`rmcp::ServiceExt`]), or use [`serve_stdio`].
+#[derive(Clone)]
+pub struct ToolhostServer {
+    host: Arc<Host>,
+    tools: Arc<[Tool]>,
+}
+
+impl ToolhostServer {
+    /// A server for `host`'s tools. The MCP tool list is built here, once.
+    pub fn new(host: Arc<Host>) -> Self {
+        let tools = host.registry().iter().map(|tool| mcp_tool(tool.spec(), open_world(tool))).collect();
+        Self { host, tools }
+    }
+
+    /// The host the calls run on.
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
+    /// The tools as MCP clients see them, sorted by name.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// Run one call and turn its outcome into an MCP result; while it runs,
+    /// report progress to `progress` when the request asked for it.
+    async fn run(
+        &self,
+        call: ToolCall,
+        progress: Option<(Peer<RoleServer>, ProgressToken)>,
+    ) -> CallToolResult {
+        let ticker = progress
+            .map(|(peer, token)| AbortOnDrop(tokio::spawn(report_progress(peer, token, call.name.clone()))));
+        let result = self.host.execute(call).await;
+        drop(ticker);
+        call_tool_result(result)
+    }
+}
+
+/// The MCP view of one tool: name, description, `inputSchema`, hints.
+fn mcp_tool(spec: &ToolSpec, open_world: bool) -> Tool {
+    let schema = match &spec.parameters {
+        Value::Object(schema) => schema.clone(),
+        // Specs are validated as object schemas at load; keep the protocol's
+        // shape even so.
+        _ => JsonObject::from_iter([("type".to_string(), Value::from("object"))]),
+    };
+    let annotations = ToolAnnotations::new()
+        .read_only(spec.read_only)
+        .destructive(spec.destructive && !spec.read_only)
+        .idempotent(spec.read_only)
+        .open_world(open_world);
+    Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema)).with_annotations(annotations)
+}
+
+/// Success: the output as text, the metadata as `structuredContent` when it
+/// is an object (the protocol's shape for it). Failure: `code: message`,
+/// then any output after a blank line, with `isError: true`.
+fn call_tool_result(result: ToolResult) -> CallToolResult {
+    if result.ok {
+        let mut out = CallToolResult::success(vec![ContentBlock::text(result.output)]);
+        out.structured_content = result.metadata.filter(Value::is_object);
+        return out;
+    }
+    let mut text = match &result.error {
+        Some(error) => error.to_string(),
+        None => crate::error::codes::HOST_ERROR.to_string(),
+    };
+    if !result.output.is_empty() {
+        text.push_str("\n\n");
+        text.push_str(&result.output);
+    }
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// Send `notifications/progress` every [`PROGRESS_INTERVAL`] until aborted:
+/// progress = whole seconds elapsed, message `running NAME (Ns)`.
+async fn report_progress(peer: Peer<RoleServer>, token: ProgressToken, name: String) {
+    let started = Instant::now();
+    let mut ticks = tokio::time::interval_at((started + PROGRESS_INTERVAL).into(), PROGRESS_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        ticks.tick().await;
+        let secs = started.elapsed().as_secs();
+        let param = ProgressNotificationParam::new(token.clone(), secs as f64)
+            .with_message(format!("running {name} ({secs}s)"));
+        if let Err(error) = peer.notify_progress(param).await {
+            tracing::debug!(%error, tool = %name, "could not send a progress notification");
+            return;
+        }
+    }
+}
+
+/// Aborts a spawned task when dropped (the call ended, or was dropped).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl ServerHandler for ToolhostServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let index = self.tools.binary_search_by(|tool| tool.name.as_ref().cmp(name)).ok()?;
+        Some(self.tools[index].clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let call = ToolCall::new(request.name.into_owned(), args).with_cancel(context.ct.clone());
+        let progress = context.meta.get_progress_token().map(|token| (context.peer.clone(), token));
+        Ok(self.run(call, progress).await.into())
+    }
+}
+
+/// Serve `host`'s tools over stdin/stdout until the client closes stdin.
+/// Nothing but the protocol is written to stdout.
+pub async fn serve_stdio(host: Arc<Host>) -> anyhow::Result<()> {
+    let running = ToolhostServer::new(host).serve(rmcp::transport::stdio()).await?;
+    let reason = running.waiting().await?;
+    tracing::info!(?reason, "MCP session ended");
+    Ok(())
+}

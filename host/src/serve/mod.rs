@@ -1,0 +1,4 @@
+//! Serving the host's tools to agents: [`mcp`], the Model Context Protocol over
+//! stdio.
+
+pub(crate) mod mcp;

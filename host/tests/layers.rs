@@ -1,0 +1,220 @@
+//! The host's modules stay layered one way, and no two of its files need each
+//! other: read from the `crate::`, `super::` and `self::` paths in `host/src` (the
+//! library; the binary's `cli/` is above everything and left out).
+//!
+//! The layers, top to bottom. A module may use the ones below it, never one above.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+
+const LAYERS: &[&str] = &[
+    "serve", "call", "native", "load", "output", "policy", "sandbox", "imports", "engine", "protect",
+    "bindings", "limits", "error",
+];
+
+type Module = Vec<String>;
+
+/// Every library source file as its module path (`imports/exec/mod.rs` is `imports::exec`).
+fn modules(src: &Path) -> BTreeMap<Module, PathBuf> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(src).unwrap().to_path_buf();
+            if rel.starts_with("cli") || rel == Path::new("main.rs") {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            // Test-only files (`#[cfg(test)] #[path = …]`).
+            if !name.ends_with(".rs") || name.ends_with("_tests.rs") || name == "test_support.rs" {
+                continue;
+            }
+            let mut module: Module = rel
+                .parent()
+                .unwrap()
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let stem = name.trim_end_matches(".rs");
+            if stem != "mod" && stem != "lib" {
+                module.push(stem.to_string());
+            }
+            out.insert(module, path);
+        }
+    }
+    out
+}
+
+/// The code of a file without comments and without its `#[cfg(test)]` tail.
+fn code(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(at) => &text[..at],
+        None => &text[..],
+    };
+    let comment = Regex::new(r"(?m)//.*$").unwrap();
+    let strings = Regex::new(r#""(?:[^"\\]|\\.)*""#).unwrap();
+    strings.replace_all(&comment.replace_all(text, ""), "\"\"").into_owned()
+}
+
+/// Expand `a::{b, c::{d, e}}` into `a::b`, `a::c::d`, `a::c::e`.
+fn expand(tree: &str) -> Vec<String> {
+    let tree: String = tree.chars().filter(|c| !c.is_whitespace()).collect();
+    let Some(open) = tree.find('{') else { return vec![tree] };
+    let (prefix, rest) = (&tree[..open], &tree[open + 1..tree.len() - 1]);
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, c) in rest.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&rest[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&rest[start..]);
+    parts.into_iter().filter(|p| !p.is_empty()).flat_map(|p| expand(&format!("{prefix}{p}"))).collect()
+}
+
+/// The paths a file names, each as the module path it starts from plus its segments.
+fn paths(module: &Module, code: &str) -> Vec<Module> {
+    let uses = Regex::new(r"\buse\s+((?:crate|super|self)::[^;]*);").unwrap();
+    let inline = Regex::new(r"\b(?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)+").unwrap();
+    let mut found: Vec<String> = uses.captures_iter(code).flat_map(|c| expand(&c[1])).collect();
+    found.extend(inline.find_iter(&uses.replace_all(code, "")).map(|m| m.as_str().to_string()));
+    // A `mod.rs` is its folder's module, so `super` is the module above either way.
+    let own = module;
+    found
+        .into_iter()
+        .filter_map(|path| {
+            let mut segments = path.split("::").map(str::to_string);
+            let mut base = match segments.next()?.as_str() {
+                "crate" => Vec::new(),
+                "self" => own.clone(),
+                _ => own[..own.len().saturating_sub(1)].to_vec(),
+            };
+            for segment in segments {
+                if segment == "super" {
+                    base.pop();
+                } else {
+                    base.push(segment);
+                }
+            }
+            Some(base)
+        })
+        .collect()
+}
+
+/// The file edges: which module uses which (the longest module prefix of each path),
+/// leaving out a module's uses of its own descendants (declaring and re-exporting them).
+fn edges(src: &Path) -> (BTreeMap<Module, BTreeSet<Module>>, Vec<String>) {
+    let modules = modules(src);
+    let mut graph: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (module, path) in &modules {
+        for named in paths(module, &code(path)) {
+            let target =
+                (0..=named.len()).rev().map(|n| named[..n].to_vec()).find(|m| modules.contains_key(m));
+            let Some(target) = target else { continue };
+            if target.is_empty() && !module.is_empty() {
+                problems.push(format!(
+                    "{}: names `{}` through the crate root",
+                    module.join("::"),
+                    named.join("::")
+                ));
+                continue;
+            }
+            if target.starts_with(module) {
+                continue;
+            }
+            graph.entry(module.clone()).or_default().insert(target);
+        }
+    }
+    (graph, problems)
+}
+
+#[test]
+fn no_module_uses_a_layer_above_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (graph, mut problems) = edges(&src);
+    let rank = |m: &Module| m.first().and_then(|top| LAYERS.iter().position(|l| l == top));
+    for (from, targets) in &graph {
+        if from.is_empty() {
+            continue;
+        }
+        let Some(from_rank) = rank(from) else {
+            problems.push(format!("{}: not in a layer (add it to LAYERS)", from.join("::")));
+            continue;
+        };
+        for to in targets {
+            let Some(to_rank) = rank(to) else { continue };
+            if to_rank < from_rank {
+                problems.push(format!("{} uses {}, a layer above it", from.join("::"), to.join("::")));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "the layering is broken:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn no_two_files_need_each_other() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (graph, _) = edges(&src);
+    // Every cycle shows up as a path back to where it started; report each file once.
+    let mut cycles = BTreeSet::new();
+    for start in graph.keys() {
+        let mut stack = vec![(start.clone(), vec![start.clone()])];
+        let mut seen = BTreeSet::new();
+        while let Some((at, trail)) = stack.pop() {
+            for next in graph.get(&at).into_iter().flatten() {
+                if next == start {
+                    let mut names: Vec<String> = trail.iter().map(|m| m.join("::")).collect();
+                    names.sort();
+                    cycles.insert(names.join(" ↔ "));
+                } else if seen.insert(next.clone()) {
+                    let mut trail = trail.clone();
+                    trail.push(next.clone());
+                    stack.push((next.clone(), trail));
+                }
+            }
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "files that need each other:\n{}",
+        cycles.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+#[test]
+fn the_reader_sees_what_it_should() {
+    // The check can fail: a use of a higher layer and a cycle are both found.
+    let module: Module = vec!["imports".into(), "exec".into(), "host".into()];
+    let code = "use crate::{call::host::Host, imports::{CallInfo, FsAccess}};\nuse super::ExecAccess;\n\
+                fn f() { crate::sandbox::pipe::CappedPipe::new(1); }";
+    let found = paths(&module, code);
+    let shown: Vec<String> = found.iter().map(|m| m.join("::")).collect();
+    assert_eq!(
+        shown,
+        [
+            "call::host::Host",
+            "imports::CallInfo",
+            "imports::FsAccess",
+            "imports::exec::ExecAccess",
+            "sandbox::pipe::CappedPipe::new"
+        ]
+    );
+    let dir_module: Module = vec!["imports".into(), "exec".into()];
+    let found = paths(&dir_module, "use super::CallInfo; use self::host::X;");
+    let shown: Vec<String> = found.iter().map(|m| m.join("::")).collect();
+    assert_eq!(shown, ["imports::CallInfo", "imports::exec::host::X"]);
+}
