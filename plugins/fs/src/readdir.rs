@@ -12,7 +12,18 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::Path;
 
-use crate::walk::Kind;
+/// What a walked entry is. Symlinks are reported as such, never followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+    /// A symbolic link (to anything; it is not followed).
+    Symlink,
+    /// Something else (socket, fifo, device).
+    Other,
+}
 
 /// A directory whose listing fails this many times in a row is given up:
 /// a stream that only fails would otherwise never end.

@@ -16,24 +16,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::readdir;
+pub use crate::readdir::Kind;
 
 /// Directory names the walk never enters below its root. The root itself is
 /// walked even when it has one of these names: the model asked for it.
 pub const SKIP_DIRS: &[&str] =
     &[".git", "node_modules", "target", ".hg", ".svn", "__pycache__", ".venv", "dist", ".idea", ".cache"];
-
-/// What a walked entry is. Symlinks are reported as such, never followed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A directory.
-    Dir,
-    /// A regular file.
-    File,
-    /// A symbolic link (to anything; it is not followed).
-    Symlink,
-    /// Something else (socket, fifo, device).
-    Other,
-}
 
 /// One entry found by the walk.
 #[derive(Debug, Clone)]
