@@ -24,7 +24,15 @@ pub fn build_guests(packages: &[(&str, &str)]) -> Vec<(String, PathBuf)> {
     let root = workspace_root(&manifest_dir);
     let target_dir = root.join("target").join("wasm");
 
-    for watched in ["wit", "guest-sdk/src", "guest-sdk/Cargo.toml", "Cargo.lock", "Cargo.toml"] {
+    for watched in [
+        "wit",
+        "codes/src",
+        "codes/Cargo.toml",
+        "guest-sdk/src",
+        "guest-sdk/Cargo.toml",
+        "Cargo.lock",
+        "Cargo.toml",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     for (_, dir) in packages {

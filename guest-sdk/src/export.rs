@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::context::Context;
-use crate::error::ToolError;
+use crate::error::{ToolError, codes};
 
 /// A successful result.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -159,7 +159,7 @@ pub mod __dispatch {
         let ctx = Context::new(context.call_id, context.work_dir.map(Into::into));
         let result = match tools.iter().find(|t| t.name == name) {
             Some(t) => (t.run)(args_json, &ctx),
-            None => Err(ToolError::new("unknown_tool", name)),
+            None => Err(ToolError::new(codes::UNKNOWN_TOOL, name)),
         };
         result
             .map(|out| wit::ToolOutput {

@@ -5,7 +5,7 @@
 //! addresses, other hosts and redirects that lead to either.
 
 pub use crate::bindings::toolhost::plugin::fetch::{FetchError, Request, Response};
-use crate::error::ToolError;
+use crate::error::{ToolError, codes};
 
 impl Request {
     /// A `GET` of `url` with no headers and the host's default limits.
@@ -43,14 +43,14 @@ impl FetchError {
     /// The stable `snake_case` code of this error.
     pub fn code(&self) -> &'static str {
         match self {
-            FetchError::BlockedUrl(_) => "blocked_url",
-            FetchError::InvalidUrl(_) => "invalid_url",
-            FetchError::HostNotAllowed(_) => "host_not_allowed",
-            FetchError::MethodNotAllowed(_) => "method_not_allowed",
-            FetchError::TooManyRedirects(_) => "too_many_redirects",
-            FetchError::Timeout(_) => "timeout",
-            FetchError::TooLarge(_) => "too_large",
-            FetchError::Transport(_) => "transport",
+            FetchError::BlockedUrl(_) => codes::BLOCKED_URL,
+            FetchError::InvalidUrl(_) => codes::INVALID_URL,
+            FetchError::HostNotAllowed(_) => codes::HOST_NOT_ALLOWED,
+            FetchError::MethodNotAllowed(_) => codes::METHOD_NOT_ALLOWED,
+            FetchError::TooManyRedirects(_) => codes::TOO_MANY_REDIRECTS,
+            FetchError::Timeout(_) => codes::TIMEOUT,
+            FetchError::TooLarge(_) => codes::TOO_LARGE,
+            FetchError::Transport(_) => codes::TRANSPORT,
         }
     }
 
@@ -86,5 +86,29 @@ pub fn fetch(req: &Request) -> Result<Response, FetchError> {
     {
         let _ = req;
         Err(FetchError::Transport("no host: fetch only works inside toolhost".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The codes are the host's (`toolhost::fetch::FetchError::code`): callers match on them.
+    #[test]
+    fn errors_map_to_stable_codes() {
+        let cases = [
+            (FetchError::BlockedUrl("m".into()), "blocked_url"),
+            (FetchError::InvalidUrl("m".into()), "invalid_url"),
+            (FetchError::HostNotAllowed("m".into()), "host_not_allowed"),
+            (FetchError::MethodNotAllowed("m".into()), "method_not_allowed"),
+            (FetchError::TooManyRedirects("m".into()), "too_many_redirects"),
+            (FetchError::Timeout("m".into()), "timeout"),
+            (FetchError::TooLarge("m".into()), "too_large"),
+            (FetchError::Transport("m".into()), "transport"),
+        ];
+        for (err, code) in cases {
+            assert_eq!(ToolError::from(err), ToolError::new(code, "m"));
+        }
+        assert_eq!(fetch(&Request::get("https://example.com/")).unwrap_err().code(), codes::TRANSPORT);
     }
 }

@@ -3,49 +3,9 @@
 
 use std::fmt;
 
-/// The error codes the host itself produces. Tools add their own
-/// (`not_found`, `path_escape`, …); all are stable `snake_case` strings.
-pub mod codes {
-    /// No tool has this name.
-    pub const UNKNOWN_TOOL: &str = "unknown_tool";
-    /// The caller cancelled the call (before or while it ran).
-    pub const CANCELLED: &str = "cancelled";
-    /// The arguments do not match the tool's schema.
-    pub const INVALID_ARGS: &str = "invalid_args";
-    /// The call ran past its wall-clock deadline.
-    pub const TIMEOUT: &str = "timeout";
-    /// The call used up its fuel (CPU budget).
-    pub const FUEL_EXHAUSTED: &str = "fuel_exhausted";
-    /// The guest tried to grow its memory past the cap.
-    pub const MEMORY_LIMIT: &str = "memory_limit";
-    /// The tool returned more output than the host accepts.
-    pub const OUTPUT_LIMIT: &str = "output_limit";
-    /// The guest trapped (panicked, aborted, hit `unreachable`, …).
-    pub const TRAP: &str = "trap";
-    /// The tool returned something malformed (bad metadata JSON, …).
-    pub const BAD_OUTPUT: &str = "bad_output";
-    /// `read_output` has no stored output for that call id (evicted).
-    pub const OUTPUT_NOT_FOUND: &str = "output_not_found";
-    /// The host could not run the call (instance slots exhausted, …).
-    pub const HOST_ERROR: &str = "host_error";
-    /// The permissions refused the call (a deny rule, the mode, a protected path,
-    /// or nobody approved it); the tool did not run.
-    pub const PERMISSION_DENIED: &str = "permission_denied";
-    /// A program is not on the exec grant's allow-list (or not installed).
-    pub const PROGRAM_NOT_ALLOWED: &str = "program_not_allowed";
-    /// A working directory outside the work dir, or none.
-    pub const BAD_CWD: &str = "bad_cwd";
-    /// Too many children are running on this host.
-    pub const EXEC_BUSY: &str = "exec_busy";
-    /// The host cannot confine a child here, and exec fails closed.
-    pub const SANDBOX_UNAVAILABLE: &str = "sandbox_unavailable";
-    /// Starting the program failed.
-    pub const SPAWN_FAILED: &str = "spawn_failed";
-    /// `run_tests` is already running.
-    pub const RUN_TESTS_BUSY: &str = "run_tests_busy";
-    /// `run_tests` ran and the tests failed.
-    pub const TESTS_FAILED: &str = "tests_failed";
-}
+/// The stable error codes, defined once in `toolhost-codes` and shared with
+/// the guest SDK and the builtin tools; its doc says which ones the host makes.
+pub use toolhost_codes as codes;
 
 /// A failed call: a stable `snake_case` code and a message naming what was
 /// wrong. Displayed as `code: message` (or just `code` without a message).
@@ -95,7 +55,7 @@ pub enum LoadError {
     #[error("not a loadable WebAssembly component: {0}")]
     Compile(String),
     /// The component imports an interface the host does not grant.
-    #[error("capability_denied: {interface}: {why}")]
+    #[error("{code}: {interface}: {why}", code = codes::CAPABILITY_DENIED)]
     CapabilityDenied {
         /// The import, e.g. `wasi:sockets/tcp@0.2.6`.
         interface: String,
@@ -117,7 +77,7 @@ pub enum LoadError {
     /// The plugin's tool list passes one of the host's bounds (the tool-list bounds:
     /// tools per plugin, name, description and schema length, schema nesting,
     /// the whole list's size), checked before any of it is parsed.
-    #[error("tool_list_too_large: {plugin}: {why}")]
+    #[error("{code}: {plugin}: {why}", code = codes::TOOL_LIST_TOO_LARGE)]
     ToolListTooLarge {
         /// The plugin.
         plugin: String,
@@ -128,15 +88,16 @@ pub enum LoadError {
     #[error("bad work dir: {0}")]
     WorkDir(String),
     /// The allow-list names tools that do not exist.
-    #[error("unknown_tool in the allow-list: {0}")]
+    #[error("{code} in the allow-list: {0}", code = codes::UNKNOWN_TOOL)]
     UnknownAllowed(String),
     /// Two tools have the same name.
-    #[error("duplicate_tool: {0}")]
+    #[error("{code}: {0}", code = codes::DUPLICATE_TOOL)]
     DuplicateTool(String),
     /// The component's bytes are not the ones the policy approved.
     #[error(
-        "identity_mismatch: {plugin}: the component's sha256 is {actual}, the policy pins {expected}; \
-         it changed since it was approved (re-approve it with `toolhost add`)"
+        "{code}: {plugin}: the component's sha256 is {actual}, the policy pins {expected}; \
+         it changed since it was approved (re-approve it with `toolhost add`)",
+        code = codes::IDENTITY_MISMATCH
     )]
     IdentityMismatch {
         /// The plugin.

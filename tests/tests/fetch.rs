@@ -503,3 +503,24 @@ fn the_cli_grants_hosts_and_shows_the_private_opt_out() {
     let out = run(&["list", "--allow-host", "http://x/"]);
     assert_eq!(out.status.code(), Some(2), "a bad pattern is a usage error");
 }
+
+/// The host's fetch errors carry the shared codes, the ones the guest SDK's `FetchError::code`
+/// names for the same WIT cases (the host spells them as literals in `fetch/types.rs`).
+#[test]
+fn fetch_errors_carry_the_shared_codes() {
+    use toolhost::codes;
+    use toolhost::fetch::FetchError;
+    let cases = [
+        (FetchError::BlockedUrl("m".into()), codes::BLOCKED_URL),
+        (FetchError::InvalidUrl("m".into()), codes::INVALID_URL),
+        (FetchError::HostNotAllowed("m".into()), codes::HOST_NOT_ALLOWED),
+        (FetchError::MethodNotAllowed("m".into()), codes::METHOD_NOT_ALLOWED),
+        (FetchError::TooManyRedirects("m".into()), codes::TOO_MANY_REDIRECTS),
+        (FetchError::Timeout("m".into()), codes::TIMEOUT),
+        (FetchError::TooLarge("m".into()), codes::TOO_LARGE),
+        (FetchError::Transport("m".into()), codes::TRANSPORT),
+    ];
+    for (err, code) in cases {
+        assert_eq!((err.code(), err.to_string()), (code, format!("{code}: m")));
+    }
+}

@@ -4,9 +4,8 @@ use std::fs;
 
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes, quote_name};
 
-use crate::codes;
 use crate::walk::{Kind, Walk};
 
 /// The tool description the model reads.
@@ -199,7 +198,6 @@ fn row(bytes: u64, name: &str) -> String {
 mod tests {
     use super::*;
     use std::path::Path;
-    use toolhost_guest::codes as sdk;
 
     fn setup() -> (tempfile::TempDir, Context) {
         crate::test_work_dir()
@@ -341,11 +339,11 @@ mod tests {
         let err = du(&ctx, "f", 50).unwrap_err();
         assert_eq!(err.code, codes::NOT_A_DIRECTORY);
         assert!(err.message.contains("2.0 KiB (2048 bytes)"), "{}", err.message);
-        assert_eq!(du(&ctx, "nope", 50).unwrap_err().code, sdk::NOT_FOUND);
-        assert_eq!(du(&ctx, "..", 50).unwrap_err().code, sdk::PATH_ESCAPE);
-        assert_eq!(du(&ctx, "../x", 50).unwrap_err().code, sdk::PATH_ESCAPE);
+        assert_eq!(du(&ctx, "nope", 50).unwrap_err().code, codes::NOT_FOUND);
+        assert_eq!(du(&ctx, "..", 50).unwrap_err().code, codes::PATH_ESCAPE);
+        assert_eq!(du(&ctx, "../x", 50).unwrap_err().code, codes::PATH_ESCAPE);
         for bad in [0, MAX_ENTRIES + 1] {
-            assert_eq!(du(&ctx, ".", bad).unwrap_err().code, sdk::INVALID_ARGS);
+            assert_eq!(du(&ctx, ".", bad).unwrap_err().code, codes::INVALID_ARGS);
         }
     }
 

@@ -5,9 +5,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::json;
 use similar::TextDiff;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes, quote_name};
 
-use crate::codes;
 use crate::paths::resolve_for_write;
 use crate::write::write_atomic;
 
@@ -158,7 +157,6 @@ fn to_crlf(s: &str) -> Cow<'_, str> {
 mod tests {
     use super::*;
     use std::fs;
-    use toolhost_guest::codes as sdk;
 
     fn setup(content: &[u8]) -> (tempfile::TempDir, Context) {
         let dir = tempfile::tempdir().unwrap();
@@ -210,7 +208,7 @@ mod tests {
     #[test]
     fn error_codes() {
         let (dir, ctx) = setup(b"abc\n");
-        assert_eq!(edit(&ctx, "", "x", false).unwrap_err().code, sdk::INVALID_ARGS);
+        assert_eq!(edit(&ctx, "", "x", false).unwrap_err().code, codes::INVALID_ARGS);
         assert_eq!(edit(&ctx, "abc", "abc", false).unwrap_err().code, codes::NO_OP_EDIT);
         assert_eq!(edit(&ctx, "xyz", "q", false).unwrap_err().code, codes::OLD_STRING_NOT_FOUND);
         assert_eq!(
@@ -220,14 +218,14 @@ mod tests {
         );
         let missing =
             Args { path: "nope".into(), old_string: "a".into(), new_string: "b".into(), replace_all: false };
-        assert_eq!(run(missing, &ctx).unwrap_err().code, sdk::NOT_FOUND);
+        assert_eq!(run(missing, &ctx).unwrap_err().code, codes::NOT_FOUND);
         let git = Args {
             path: ".git/config".into(),
             old_string: "a".into(),
             new_string: "b".into(),
             replace_all: false,
         };
-        assert_eq!(run(git, &ctx).unwrap_err().code, sdk::FORBIDDEN_PATH);
+        assert_eq!(run(git, &ctx).unwrap_err().code, codes::FORBIDDEN_PATH);
         fs::create_dir(dir.path().join("d")).unwrap();
         let d = Args { path: "d".into(), old_string: "a".into(), new_string: "b".into(), replace_all: false };
         assert_eq!(run(d, &ctx).unwrap_err().code, codes::IS_DIRECTORY);

@@ -7,9 +7,8 @@ use std::path::Path;
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes, quote_name};
 
-use crate::codes;
 use crate::walk::{Kind, Walk};
 
 /// The tool description the model reads.
@@ -146,7 +145,6 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_guest::codes as sdk;
 
     fn setup() -> (tempfile::TempDir, Context) {
         let dir = tempfile::tempdir().unwrap();
@@ -234,15 +232,15 @@ mod tests {
     fn errors() {
         let (_dir, ctx) = setup();
         let err = find(&ctx, "src/[a-", ".", DEFAULT_MAX).unwrap_err();
-        assert_eq!(err.code, sdk::INVALID_ARGS);
+        assert_eq!(err.code, codes::INVALID_ARGS);
         assert!(err.message.contains("invalid glob"), "{}", err.message);
-        assert_eq!(find(&ctx, "", ".", DEFAULT_MAX).unwrap_err().code, sdk::INVALID_ARGS);
-        assert_eq!(find(&ctx, "/etc/*", ".", DEFAULT_MAX).unwrap_err().code, sdk::INVALID_ARGS);
-        assert_eq!(find(&ctx, "*", ".", 0).unwrap_err().code, sdk::INVALID_ARGS);
-        assert_eq!(find(&ctx, "*", ".", MAX_MAX + 1).unwrap_err().code, sdk::INVALID_ARGS);
-        assert_eq!(find(&ctx, "*", "nope", 10).unwrap_err().code, sdk::NOT_FOUND);
+        assert_eq!(find(&ctx, "", ".", DEFAULT_MAX).unwrap_err().code, codes::INVALID_ARGS);
+        assert_eq!(find(&ctx, "/etc/*", ".", DEFAULT_MAX).unwrap_err().code, codes::INVALID_ARGS);
+        assert_eq!(find(&ctx, "*", ".", 0).unwrap_err().code, codes::INVALID_ARGS);
+        assert_eq!(find(&ctx, "*", ".", MAX_MAX + 1).unwrap_err().code, codes::INVALID_ARGS);
+        assert_eq!(find(&ctx, "*", "nope", 10).unwrap_err().code, codes::NOT_FOUND);
         assert_eq!(find(&ctx, "*", "a.rs", 10).unwrap_err().code, codes::NOT_A_DIRECTORY);
-        assert_eq!(find(&ctx, "*", "../..", 10).unwrap_err().code, sdk::PATH_ESCAPE);
+        assert_eq!(find(&ctx, "*", "../..", 10).unwrap_err().code, codes::PATH_ESCAPE);
     }
 
     #[cfg(unix)]

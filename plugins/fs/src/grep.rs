@@ -306,7 +306,7 @@ fn snippet(line: &[u8], at: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_guest::codes as sdk;
+    use toolhost_guest::codes;
 
     fn setup(files: &[(&str, &[u8])]) -> (tempfile::TempDir, Context) {
         let dir = tempfile::tempdir().unwrap();
@@ -494,12 +494,15 @@ mod tests {
     fn errors() {
         let (_d, ctx) = setup(&[("f", b"x")]);
         let err = run(args("(unclosed"), &ctx).unwrap_err();
-        assert_eq!(err.code, sdk::INVALID_ARGS);
+        assert_eq!(err.code, codes::INVALID_ARGS);
         assert!(err.message.contains("invalid regex"), "{}", err.message);
-        assert_eq!(run(Args { glob: "[".into(), ..args("x") }, &ctx).unwrap_err().code, sdk::INVALID_ARGS);
-        assert_eq!(run(Args { max_results: 0, ..args("x") }, &ctx).unwrap_err().code, sdk::INVALID_ARGS);
-        assert_eq!(run(Args { max_results: 2001, ..args("x") }, &ctx).unwrap_err().code, sdk::INVALID_ARGS);
-        assert_eq!(run(Args { path: "nope".into(), ..args("x") }, &ctx).unwrap_err().code, sdk::NOT_FOUND);
-        assert_eq!(run(Args { path: "/etc".into(), ..args("x") }, &ctx).unwrap_err().code, sdk::PATH_ESCAPE);
+        assert_eq!(run(Args { glob: "[".into(), ..args("x") }, &ctx).unwrap_err().code, codes::INVALID_ARGS);
+        assert_eq!(run(Args { max_results: 0, ..args("x") }, &ctx).unwrap_err().code, codes::INVALID_ARGS);
+        assert_eq!(run(Args { max_results: 2001, ..args("x") }, &ctx).unwrap_err().code, codes::INVALID_ARGS);
+        assert_eq!(run(Args { path: "nope".into(), ..args("x") }, &ctx).unwrap_err().code, codes::NOT_FOUND);
+        assert_eq!(
+            run(Args { path: "/etc".into(), ..args("x") }, &ctx).unwrap_err().code,
+            codes::PATH_ESCAPE
+        );
     }
 }

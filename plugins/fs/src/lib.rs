@@ -15,6 +15,9 @@
 //! out) or decoded lossily with U+FFFD (shown quoted as `\u{fffd}`; opening
 //! it then fails, which is counted too).
 //!
+//! Every error code is one of the shared [`toolhost_guest::codes`] (`edit_file`'s
+//! `old_string_not_found`, `old_string_not_unique` and `no_op_edit` too).
+//!
 //! [`Context::show`]: toolhost_guest::Context::show
 
 use sha2::{Digest, Sha256};
@@ -30,25 +33,6 @@ pub mod read;
 pub mod readdir;
 pub mod walk;
 pub mod write;
-
-/// Error codes of these tools beyond the SDK's shared
-/// [`toolhost_guest::codes`]. Callers match on them.
-pub mod codes {
-    /// The path names a directory where a file was expected.
-    pub const IS_DIRECTORY: &str = "is_directory";
-    /// The path names a file (or something else) where a directory was
-    /// expected.
-    pub const NOT_A_DIRECTORY: &str = "not_a_directory";
-    /// The file is binary (a NUL byte near the start, or not UTF-8 text).
-    pub const BINARY_FILE: &str = "binary_file";
-    /// `edit_file` was asked to replace a string with itself.
-    pub const NO_OP_EDIT: &str = "no_op_edit";
-    /// `edit_file`: `old_string` does not occur in the file.
-    pub const OLD_STRING_NOT_FOUND: &str = "old_string_not_found";
-    /// `edit_file`: `old_string` occurs more than once and `replace_all` is
-    /// off.
-    pub const OLD_STRING_NOT_UNIQUE: &str = "old_string_not_unique";
-}
 
 /// The tools of this component, in the order the host lists them.
 pub fn tools() -> Vec<Tool> {

@@ -4,9 +4,8 @@ use std::fs;
 
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes, quote_name};
 
-use crate::codes;
 use crate::walk::{Entry, Kind, Walk};
 
 /// The tool description the model reads.
@@ -132,7 +131,6 @@ fn entry_line(entry: &Entry) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_guest::codes as sdk;
 
     fn setup() -> (tempfile::TempDir, Context) {
         crate::test_work_dir()
@@ -186,7 +184,7 @@ mod tests {
         let (_dir, ctx) = setup();
         for depth in [0, 5] {
             let err = list(&ctx, ".", depth).unwrap_err();
-            assert_eq!(err.code, sdk::INVALID_ARGS);
+            assert_eq!(err.code, codes::INVALID_ARGS);
             assert!(err.message.contains("between 1 and 4"), "{}", err.message);
         }
     }
@@ -210,8 +208,8 @@ mod tests {
         let (dir, ctx) = setup();
         fs::write(dir.path().join("f"), "").unwrap();
         assert_eq!(list(&ctx, "f", 1).unwrap_err().code, codes::NOT_A_DIRECTORY);
-        assert_eq!(list(&ctx, "nope", 1).unwrap_err().code, sdk::NOT_FOUND);
-        assert_eq!(list(&ctx, "..", 1).unwrap_err().code, sdk::PATH_ESCAPE);
+        assert_eq!(list(&ctx, "nope", 1).unwrap_err().code, codes::NOT_FOUND);
+        assert_eq!(list(&ctx, "..", 1).unwrap_err().code, codes::PATH_ESCAPE);
     }
 
     #[test]

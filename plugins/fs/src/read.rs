@@ -7,9 +7,7 @@ use std::io::{BufRead, BufReader};
 use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use toolhost_guest::{Context, JsonSchema, Output, ToolError};
-
-use crate::codes;
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes};
 
 /// The tool description the model reads.
 pub const DESCRIPTION: &str = "Read a text file. Returns its lines, each prefixed with its line number and a tab \
@@ -180,7 +178,6 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
 mod tests {
     use super::*;
     use std::fs;
-    use toolhost_guest::codes as sdk;
 
     fn setup() -> (tempfile::TempDir, Context) {
         crate::test_work_dir()
@@ -230,10 +227,10 @@ mod tests {
         let (dir, ctx) = setup();
         fs::write(dir.path().join("f"), "a\nb\nc\n").unwrap();
         let err = read(&ctx, "f", 4, 10).unwrap_err();
-        assert_eq!(err.code, sdk::INVALID_ARGS);
+        assert_eq!(err.code, codes::INVALID_ARGS);
         assert!(err.message.contains("3 lines"), "{}", err.message);
-        assert_eq!(read(&ctx, "f", 0, 10).unwrap_err().code, sdk::INVALID_ARGS);
-        assert_eq!(read(&ctx, "f", 1, 0).unwrap_err().code, sdk::INVALID_ARGS);
+        assert_eq!(read(&ctx, "f", 0, 10).unwrap_err().code, codes::INVALID_ARGS);
+        assert_eq!(read(&ctx, "f", 1, 0).unwrap_err().code, codes::INVALID_ARGS);
     }
 
     #[test]
@@ -243,7 +240,7 @@ mod tests {
         let out = read(&ctx, "e", 1, 10).unwrap();
         assert_eq!(out.content, "(empty file)\n");
         assert_eq!(out.metadata.unwrap()["total_lines"], 0);
-        assert_eq!(read(&ctx, "e", 2, 10).unwrap_err().code, sdk::INVALID_ARGS);
+        assert_eq!(read(&ctx, "e", 2, 10).unwrap_err().code, codes::INVALID_ARGS);
     }
 
     #[test]
@@ -305,10 +302,10 @@ mod tests {
         let (dir, ctx) = setup();
         fs::create_dir(dir.path().join("d")).unwrap();
         let err = read(&ctx, "nope.txt", 1, 10).unwrap_err();
-        assert_eq!(err.code, sdk::NOT_FOUND);
+        assert_eq!(err.code, codes::NOT_FOUND);
         assert_eq!(err.message, "nope.txt does not exist");
         assert_eq!(read(&ctx, "d", 1, 10).unwrap_err().code, codes::IS_DIRECTORY);
-        assert_eq!(read(&ctx, "../x", 1, 10).unwrap_err().code, sdk::PATH_ESCAPE);
+        assert_eq!(read(&ctx, "../x", 1, 10).unwrap_err().code, codes::PATH_ESCAPE);
     }
 
     #[test]
@@ -337,7 +334,7 @@ mod tests {
             return; // no mkfifo here
         }
         let err = read(&ctx, "pipe", 1, 10).unwrap_err();
-        assert_eq!(err.code, sdk::INVALID_ARGS);
+        assert_eq!(err.code, codes::INVALID_ARGS);
         assert!(err.message.contains("not a regular file"), "{}", err.message);
     }
 

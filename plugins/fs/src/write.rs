@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes};
 
-use crate::codes;
 use crate::paths::resolve_for_write;
 
 /// The tool description the model reads.
@@ -147,7 +146,6 @@ fn ignore_unsupported(result: io::Result<()>) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_guest::codes as sdk;
 
     fn setup() -> (tempfile::TempDir, Context) {
         let dir = tempfile::tempdir().unwrap();
@@ -241,9 +239,9 @@ mod tests {
     fn refuses_forbidden_and_escaping_paths() {
         let (dir, ctx) = setup();
         for p in [".git/config", "toolhost.toml", ".toolhost/x.toml"] {
-            assert_eq!(write(&ctx, p, "x").unwrap_err().code, sdk::FORBIDDEN_PATH, "{p}");
+            assert_eq!(write(&ctx, p, "x").unwrap_err().code, codes::FORBIDDEN_PATH, "{p}");
         }
-        assert_eq!(write(&ctx, "../x", "x").unwrap_err().code, sdk::PATH_ESCAPE);
+        assert_eq!(write(&ctx, "../x", "x").unwrap_err().code, codes::PATH_ESCAPE);
         assert!(dir_names(dir.path()).is_empty(), "nothing was created");
     }
 
@@ -252,7 +250,7 @@ mod tests {
         let (dir, ctx) = setup();
         fs::write(dir.path().join("f"), "").unwrap();
         let err = write(&ctx, "f/x.txt", "x").unwrap_err();
-        assert_eq!(err.code, sdk::IO_ERROR);
+        assert_eq!(err.code, codes::IO_ERROR);
         assert!(err.message.starts_with('f'), "{}", err.message);
     }
 

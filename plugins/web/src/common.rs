@@ -2,11 +2,9 @@
 //! classification, HTML to text, clamping text to a number of characters,
 //! and the `http_<status>` error.
 
-use toolhost_guest::ToolError;
 use toolhost_guest::http::Response;
+use toolhost_guest::{ToolError, codes};
 use url::Url;
-
-use crate::codes;
 
 /// Default number of characters of body text returned.
 pub const DEFAULT_MAX_CHARS: usize = 20_000;

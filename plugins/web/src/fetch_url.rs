@@ -3,9 +3,8 @@
 use serde::Deserialize;
 use serde_json::json;
 use toolhost_guest::http::{self, Request, Response};
-use toolhost_guest::{Context, JsonSchema, Output, ToolError};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes};
 
-use crate::codes;
 use crate::common::{self, BodyKind};
 
 /// The tool description the model reads.

@@ -9,6 +9,9 @@
 //! before anything is sent, and everything after the response arrives is a
 //! pure function of the [`toolhost_guest::http::Response`] (`render` in each
 //! module), which is what the unit tests exercise.
+//!
+//! Every error code is one of the shared [`toolhost_guest::codes`], except a
+//! non-2xx status: `http_<status>` (`http_404`, `http_429`, …).
 
 use toolhost_guest::{Tool, tool};
 
@@ -17,21 +20,6 @@ pub mod fetch_url;
 pub mod http_request;
 pub mod search_page;
 pub mod web_search;
-
-/// Error codes of these tools beyond the SDK's shared
-/// [`toolhost_guest::codes`] and the host's fetch errors. A non-2xx status
-/// is `http_<status>` (`http_404`, `http_429`, …). Callers match on them.
-pub mod codes {
-    /// The URL does not parse, or its scheme is not http or https.
-    pub const INVALID_URL: &str = "invalid_url";
-    /// `fetch_url` or `web_search` got an image, audio, video, archive, PDF
-    /// or other binary body.
-    pub const UNSUPPORTED_CONTENT_TYPE: &str = "unsupported_content_type";
-    /// `http_request`: the method is not one of the seven allowed.
-    pub const METHOD_NOT_ALLOWED: &str = "method_not_allowed";
-    /// `web_search`: the configured search URL template is unusable.
-    pub const INVALID_SEARCH_URL: &str = "invalid_search_url";
-}
 
 /// The tools of this component, in the order the host lists them.
 pub fn tools() -> Vec<Tool> {

@@ -6,11 +6,10 @@
 use serde::Deserialize;
 use serde_json::json;
 use toolhost_guest::http::{self, Request, Response};
-use toolhost_guest::{Context, JsonSchema, Output, ToolError};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes};
 use url::Url;
 use url::form_urlencoded::byte_serialize;
 
-use crate::codes;
 use crate::common::{self, BodyKind};
 pub use crate::search_page::{SearchResult, parse_results, unwrap_link};
 

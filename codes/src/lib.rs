@@ -1,0 +1,241 @@
+//! The stable error codes of toolhost, defined once: the host (`toolhost::codes`),
+//! the Rust guest SDK (`toolhost_guest::codes`) and the builtin tools all use
+//! these constants.
+//!
+//! A failed call reads `code: message`. Callers (a model, an agent) match on
+//! the code, so a code never changes its spelling or its meaning. Every code
+//! is lowercase `snake_case` of at most 64 printable ASCII bytes: the host
+//! turns a code that is not into [`BAD_OUTPUT`]. A plugin may add codes of its
+//! own in the same form; [`ALL`] lists the ones defined here.
+//!
+//! Who makes which code:
+//!
+//! | group | host-made | tool-made |
+//! | --- | --- | --- |
+//! | the call | [`UNKNOWN_TOOL`], [`INVALID_ARGS`] (the schema), [`CANCELLED`], [`TIMEOUT`], [`FUEL_EXHAUSTED`], [`MEMORY_LIMIT`], [`OUTPUT_LIMIT`], [`TRAP`], [`BAD_OUTPUT`], [`HOST_ERROR`], [`PERMISSION_DENIED`] | [`INVALID_ARGS`] (well-typed but unusable arguments) |
+//! | the host's native tools | [`OUTPUT_NOT_FOUND`] (`read_output`), [`RUN_TESTS_BUSY`], [`TESTS_FAILED`] (`run_tests`) | — |
+//! | loading a plugin (a load error, not a call's) | [`CAPABILITY_DENIED`], [`IDENTITY_MISMATCH`], [`TOOL_LIST_TOO_LARGE`], [`DUPLICATE_TOOL`] | — |
+//! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`]; `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`] |
+//! | the network (the pinned fetch) | [`BLOCKED_URL`], [`INVALID_URL`], [`HOST_NOT_ALLOWED`], [`METHOD_NOT_ALLOWED`], [`TOO_MANY_REDIRECTS`], [`TOO_LARGE`], [`TRANSPORT`], [`TIMEOUT`] (a `fetch-error` case the SDK names) | [`INVALID_URL`], [`METHOD_NOT_ALLOWED`] (checked before sending), [`UNSUPPORTED_CONTENT_TYPE`], [`INVALID_SEARCH_URL`]; the web tools' `http_<status>` (`http_404`, …), made at run time and not in [`ALL`] |
+//! | exec (starting a program) | [`PROGRAM_NOT_ALLOWED`], [`SHELL_NOT_ALLOWED`], [`ENV_NOT_ALLOWED`], [`BAD_CWD`], [`EXEC_BUSY`], [`SANDBOX_UNAVAILABLE`], [`SPAWN_FAILED`] (an `exec-error` case the SDK names; `run_tests` makes some itself) | [`COMMAND_FAILED`], [`TIMEOUT`], [`CANCELLED`] (how a program that ran failed) |
+
+#![no_std]
+
+// The call: made by the host around every call.
+
+/// No tool has this name: list the tools and call one of them.
+pub const UNKNOWN_TOOL: &str = "unknown_tool";
+/// The arguments do not match the tool's schema, or are unusable together: fix the field the message names.
+pub const INVALID_ARGS: &str = "invalid_args";
+/// The caller cancelled the call, before or while it ran: nothing to fix; call again if still wanted.
+pub const CANCELLED: &str = "cancelled";
+/// The call (or a program or request inside it) ran past its deadline: ask for less, or raise the limit.
+pub const TIMEOUT: &str = "timeout";
+/// The call used up its fuel (CPU budget): ask for less work, or raise the fuel limit.
+pub const FUEL_EXHAUSTED: &str = "fuel_exhausted";
+/// The guest tried to grow its memory past the cap: ask for less, or raise the memory limit.
+pub const MEMORY_LIMIT: &str = "memory_limit";
+/// The tool returned more output than the host accepts: ask for a smaller result.
+pub const OUTPUT_LIMIT: &str = "output_limit";
+/// The guest trapped (a panic, an abort, `unreachable`): a bug in the tool; the message has its stderr.
+pub const TRAP: &str = "trap";
+/// The tool returned something malformed (metadata that is not JSON, a bad code): a bug in the tool.
+pub const BAD_OUTPUT: &str = "bad_output";
+/// The host could not run the call (no work dir, an engine failure): not the arguments' fault.
+pub const HOST_ERROR: &str = "host_error";
+/// The permissions refused the call and the tool did not run: the message names the rule or path.
+pub const PERMISSION_DENIED: &str = "permission_denied";
+
+// The host's native tools.
+
+/// `read_output` has no stored output for that call id and part (never kept, or evicted): re-run the call.
+pub const OUTPUT_NOT_FOUND: &str = "output_not_found";
+/// `run_tests` is already running on this host: wait for it to finish.
+pub const RUN_TESTS_BUSY: &str = "run_tests_busy";
+/// `run_tests` ran and the tests failed: the message keeps the log's tail.
+pub const TESTS_FAILED: &str = "tests_failed";
+
+// Loading a plugin: the start of a load error's message, not a call's code.
+
+/// The component imports an interface its grants do not cover: grant the policy key the message names.
+pub const CAPABILITY_DENIED: &str = "capability_denied";
+/// The component's sha256 is not the one the policy approved: re-approve it with `toolhost add`.
+pub const IDENTITY_MISMATCH: &str = "identity_mismatch";
+/// The plugin's tool list passes one of the host's bounds: the message names which; fix the plugin.
+pub const TOOL_LIST_TOO_LARGE: &str = "tool_list_too_large";
+/// Two tools have the same name: rename one, or load only one of the plugins.
+pub const DUPLICATE_TOOL: &str = "duplicate_tool";
+
+// The filesystem: made by the tools (the SDK's `Context::resolve`, `fs::read_text`, the fs builtins).
+
+/// The path (or something it names) does not exist: check the name, or list the directory.
+pub const NOT_FOUND: &str = "not_found";
+/// The path leaves the work directory: use a path inside it.
+pub const PATH_ESCAPE: &str = "path_escape";
+/// The path is longer than any the system accepts (4096 bytes): use a shorter one.
+pub const PATH_TOO_LONG: &str = "path_too_long";
+/// The sandbox refused the access (a symlink out, a write in a read-only call): not possible in this call.
+pub const ACCESS_DENIED: &str = "access_denied";
+/// The path is one the tools never write (`.git/`, the host's config): write elsewhere.
+pub const FORBIDDEN_PATH: &str = "forbidden_path";
+/// The tool has no filesystem access in this call: the plugin is not granted the work dir.
+pub const NO_FILESYSTEM: &str = "no_filesystem";
+/// The path names a directory where a file was expected: name a file in it.
+pub const IS_DIRECTORY: &str = "is_directory";
+/// The path names a file (or something else) where a directory was expected: name its directory.
+pub const NOT_A_DIRECTORY: &str = "not_a_directory";
+/// The file is not text (a NUL byte, or not UTF-8): a text tool cannot show or edit it.
+pub const BINARY_FILE: &str = "binary_file";
+/// Any other I/O failure: the message has the system's reason.
+pub const IO_ERROR: &str = "io_error";
+/// `edit_file` was asked to replace a string with itself: nothing to do.
+pub const NO_OP_EDIT: &str = "no_op_edit";
+/// `edit_file`: `old_string` does not occur in the file: read the file and copy the text exactly.
+pub const OLD_STRING_NOT_FOUND: &str = "old_string_not_found";
+/// `edit_file`: `old_string` occurs more than once: add context to make it unique, or set `replace_all`.
+pub const OLD_STRING_NOT_UNIQUE: &str = "old_string_not_unique";
+
+// The network: the host's pinned fetch refuses (a `fetch-error` case), or a web tool checks first.
+
+/// The URL's target is private, loopback, link-local or a local name: only public addresses are fetched.
+pub const BLOCKED_URL: &str = "blocked_url";
+/// The URL does not parse, or its scheme is not http or https: pass an absolute http(s) URL.
+pub const INVALID_URL: &str = "invalid_url";
+/// The plugin's network grant does not list this host: use a granted host, or grant it in the policy.
+pub const HOST_NOT_ALLOWED: &str = "host_not_allowed";
+/// The HTTP method is not one of the seven allowed: use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS.
+pub const METHOD_NOT_ALLOWED: &str = "method_not_allowed";
+/// The request was redirected more times than the limit (5): fetch the last URL directly, or give up.
+pub const TOO_MANY_REDIRECTS: &str = "too_many_redirects";
+/// The request body, its headers or the declared response is over a size limit: ask for less.
+pub const TOO_LARGE: &str = "too_large";
+/// Resolving, connecting, TLS or the HTTP exchange failed: the message says which; retry later.
+pub const TRANSPORT: &str = "transport";
+/// `fetch_url` or `web_search` got a binary body (an image, a PDF, an archive): fetch a text page.
+pub const UNSUPPORTED_CONTENT_TYPE: &str = "unsupported_content_type";
+/// `web_search`: the configured search URL template is unusable: fix `TOOLHOST_SEARCH_URL`.
+pub const INVALID_SEARCH_URL: &str = "invalid_search_url";
+
+// Exec: why the host did not start a program (an `exec-error` case), and how one that ran failed.
+
+/// The program is not on the exec allow-list, is a path, or resolves inside the work dir: use an allowed one.
+pub const PROGRAM_NOT_ALLOWED: &str = "program_not_allowed";
+/// A shell command line was asked for and the grant has no shell profile: run a program directly.
+pub const SHELL_NOT_ALLOWED: &str = "shell_not_allowed";
+/// An environment variable the plugin is not granted was set for the program: leave it out.
+pub const ENV_NOT_ALLOWED: &str = "env_not_allowed";
+/// The working directory is outside the work dir or does not exist: use one inside it.
+pub const BAD_CWD: &str = "bad_cwd";
+/// Too many programs are running on the host: try again later.
+pub const EXEC_BUSY: &str = "exec_busy";
+/// The host cannot confine a program on this system, so it starts none: not fixable by the caller.
+pub const SANDBOX_UNAVAILABLE: &str = "sandbox_unavailable";
+/// The program could not be started: the message has the system's reason.
+pub const SPAWN_FAILED: &str = "spawn_failed";
+/// The program ran and exited non-zero or died by a signal: the message keeps its output.
+pub const COMMAND_FAILED: &str = "command_failed";
+
+/// Every code above, grouped as they are defined.
+pub const ALL: &[&str] = &[
+    UNKNOWN_TOOL,
+    INVALID_ARGS,
+    CANCELLED,
+    TIMEOUT,
+    FUEL_EXHAUSTED,
+    MEMORY_LIMIT,
+    OUTPUT_LIMIT,
+    TRAP,
+    BAD_OUTPUT,
+    HOST_ERROR,
+    PERMISSION_DENIED,
+    OUTPUT_NOT_FOUND,
+    RUN_TESTS_BUSY,
+    TESTS_FAILED,
+    CAPABILITY_DENIED,
+    IDENTITY_MISMATCH,
+    TOOL_LIST_TOO_LARGE,
+    DUPLICATE_TOOL,
+    NOT_FOUND,
+    PATH_ESCAPE,
+    PATH_TOO_LONG,
+    ACCESS_DENIED,
+    FORBIDDEN_PATH,
+    NO_FILESYSTEM,
+    IS_DIRECTORY,
+    NOT_A_DIRECTORY,
+    BINARY_FILE,
+    IO_ERROR,
+    NO_OP_EDIT,
+    OLD_STRING_NOT_FOUND,
+    OLD_STRING_NOT_UNIQUE,
+    BLOCKED_URL,
+    INVALID_URL,
+    HOST_NOT_ALLOWED,
+    METHOD_NOT_ALLOWED,
+    TOO_MANY_REDIRECTS,
+    TOO_LARGE,
+    TRANSPORT,
+    UNSUPPORTED_CONTENT_TYPE,
+    INVALID_SEARCH_URL,
+    PROGRAM_NOT_ALLOWED,
+    SHELL_NOT_ALLOWED,
+    ENV_NOT_ALLOWED,
+    BAD_CWD,
+    EXEC_BUSY,
+    SANDBOX_UNAVAILABLE,
+    SPAWN_FAILED,
+    COMMAND_FAILED,
+];
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use std::vec::Vec;
+
+    use super::ALL;
+
+    /// Lowercase `snake_case`: a letter first, then words of `a-z0-9` joined by single underscores.
+    fn is_snake_case(code: &str) -> bool {
+        code.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+            && code.split('_').all(|word| {
+                !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            })
+    }
+
+    #[test]
+    fn every_code_is_unique_short_printable_snake_case() {
+        for (i, code) in ALL.iter().enumerate() {
+            // The host's bound (`output::bound_error`): at most 64 bytes, printable ASCII.
+            assert!(code.len() <= 64 && code.bytes().all(|b| b.is_ascii_graphic()), "{code:?}");
+            assert!(is_snake_case(code), "{code:?} is not lowercase snake_case");
+            assert!(!ALL[..i].contains(code), "{code:?} is listed twice");
+        }
+    }
+
+    #[test]
+    fn the_check_refuses_what_is_not_snake_case() {
+        for bad in
+            ["", "Timeout", "time out", "_timeout", "timeout_", "time__out", "9lives", "http_", "ünknown"]
+        {
+            assert!(!is_snake_case(bad), "{bad:?}");
+        }
+        assert!(is_snake_case("http_404"));
+    }
+
+    /// A constant defined in this file but left out of `ALL` would escape the check above.
+    #[test]
+    fn all_lists_every_constant() {
+        let source = include_str!("lib.rs");
+        let defined: Vec<&str> = source
+            .lines()
+            .filter_map(|line| {
+                line.strip_prefix("pub const ")?.split_once(": &str = \"")?.1.strip_suffix("\";")
+            })
+            .collect();
+        assert_eq!(defined.len(), ALL.len(), "defined {defined:?}");
+        for code in &defined {
+            assert!(ALL.contains(code), "{code:?} is not in ALL");
+        }
+    }
+}
