@@ -11,7 +11,7 @@ use toml::Spanned;
 use super::env::EnvName;
 use super::exec::{RawBuiltins, RawExec, RawExecGrant, RawTest};
 use super::rules::Rule;
-use super::{LimitOverrides, Mode, PluginEntry, Policy, PolicyError, Sections};
+use super::{LimitKey, LimitOverrides, Mode, PluginEntry, Policy, PolicyError, Sections};
 use crate::fetch::HostPattern;
 use crate::grants::{FsAccess, Sockets};
 
@@ -56,21 +56,12 @@ struct RawPlugin {
     #[serde(default)]
     sockets: Sockets,
     #[serde(default)]
-    limits: RawLimits,
+    limits: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
     exec: Option<RawExecGrant>,
 }
 
 fn no_fs() -> FsAccess {
     FsAccess::None
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct RawLimits {
-    memory_mib: Option<usize>,
-    fuel: Option<u64>,
-    timeout_ms: Option<u64>,
-    output_bytes: Option<usize>,
 }
 
 /// Parse the text of the policy file at `path` (relative sources and dirs are taken
@@ -126,6 +117,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             Some(raw) => raw.parse().map_err(|(span, e)| at(span, format!("plugins.{key}.exec: {e}")))?,
             None => Default::default(),
         };
+        let limits = limit_overrides(&plugin.limits, key).map_err(|(span, e)| at(span, e))?;
         let read_dirs = plugin.read_dirs.iter().map(|d| base.join(d.get_ref())).collect::<Vec<PathBuf>>();
         plugins.push(PluginEntry {
             name: key.clone(),
@@ -137,12 +129,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             env,
             sockets: plugin.sockets,
             exec,
-            limits: LimitOverrides {
-                memory_mib: plugin.limits.memory_mib,
-                fuel: plugin.limits.fuel,
-                timeout_ms: plugin.limits.timeout_ms,
-                output_bytes: plugin.limits.output_bytes,
-            },
+            limits,
         });
     }
     let sections = Sections {
@@ -170,6 +157,31 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         exec: raw.exec.unwrap_or_default().parse(base),
         tests,
     })
+}
+
+/// The `limits` table of the entry `plugins.NAME`: only [`LimitKey::PLUGIN`] keys,
+/// each a whole number [`LimitOverrides::set`] takes. An error names the key.
+fn limit_overrides(
+    table: &BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    name: &str,
+) -> Result<LimitOverrides, (Range<usize>, String)> {
+    let mut overrides = LimitOverrides::default();
+    for (key, value) in table {
+        let Some(limit) = LimitKey::PLUGIN.into_iter().find(|k| k.as_str() == key.get_ref()) else {
+            let known = LimitKey::PLUGIN.map(LimitKey::as_str).join(", ");
+            return Err((
+                key.span(),
+                format!("plugins.{name}.limits: unknown key `{}` (known: {known})", key.get_ref()),
+            ));
+        };
+        let refused = |message: String| (value.span(), format!("plugins.{name}.limits.{message}"));
+        let Some(number) = value.get_ref().as_integer() else {
+            let kind = value.get_ref().type_str();
+            return Err(refused(format!("{limit}: expected a whole number, found {kind}")));
+        };
+        overrides.set(limit, number).map_err(|e| refused(e.to_string()))?;
+    }
+    Ok(overrides)
 }
 
 /// The 1-based line of byte `offset` in `text`.

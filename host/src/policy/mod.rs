@@ -35,7 +35,8 @@
 //!
 //! Modules: `file` (parsing), [`sources`] (which files, trust, merging), [`trust`]
 //! (the config dir: private policies and trust records), [`rules`],
-//! [`permissions`], [`approver`], [`env`], [`redact`], `edit` (writing entries and
+//! [`permissions`], [`approver`], [`env`], [`redact`], `limits` (the overrides of a
+//! plugin entry and the CLI's flags: [`LimitOverrides`]), `edit` (writing entries and
 //! rules back, comments kept).
 
 mod approver;
@@ -43,6 +44,7 @@ mod edit;
 pub mod env;
 pub mod exec;
 mod file;
+mod limits;
 pub mod permissions;
 pub mod redact;
 pub mod rules;
@@ -50,11 +52,11 @@ pub mod sources;
 pub mod trust;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 pub use approver::{Approval, ApprovalRequest, Approver};
 pub use edit::{PluginEntryDraft, add_allow_rule, write_plugin_entry};
 pub use exec::{BuiltinsPolicy, TestProfile};
+pub use limits::{LimitError, LimitKey, LimitOverrides};
 pub use permissions::{Decision, Mode, Permissions};
 pub use redact::Redactor;
 pub use rules::Rule;
@@ -116,40 +118,6 @@ pub enum PolicyError {
         /// Why.
         message: String,
     },
-}
-
-/// Per-plugin limit overrides (unset: the host's limits).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LimitOverrides {
-    /// Memory cap in MiB.
-    pub memory_mib: Option<usize>,
-    /// Fuel per call.
-    pub fuel: Option<u64>,
-    /// Default deadline in milliseconds (also raises the maximum if needed).
-    pub timeout_ms: Option<u64>,
-    /// Largest output in bytes.
-    pub output_bytes: Option<usize>,
-}
-
-impl LimitOverrides {
-    /// `base` with these overrides applied.
-    pub fn apply(&self, base: &Limits) -> Limits {
-        let mut limits = base.clone();
-        if let Some(mib) = self.memory_mib {
-            limits.memory_bytes = mib << 20;
-        }
-        if let Some(fuel) = self.fuel {
-            limits.fuel = fuel;
-        }
-        if let Some(ms) = self.timeout_ms {
-            limits.timeout = Duration::from_millis(ms);
-            limits.max_timeout = limits.max_timeout.max(limits.timeout);
-        }
-        if let Some(bytes) = self.output_bytes {
-            limits.output_bytes = bytes;
-        }
-        limits
-    }
 }
 
 /// One `[plugins.NAME]` entry.
