@@ -424,6 +424,12 @@ fn clamp_bytes_cuts_what_the_model_reads() {
         output.lines().find(|l| l.starts_with("[... ")).unwrap_or_else(|| panic!("no marker: {output}"));
     assert!(marker.contains("omitted from the middle") && marker.contains(call_id), "{marker}");
     assert!(output.len() < 1300, "{} bytes", output.len());
+    // What was cut, as the result carries it.
+    let omitted = &doc["omitted"];
+    let (lines, bytes) = (omitted["lines"].as_u64(), omitted["bytes"].as_u64());
+    let (Some(lines), Some(bytes)) = (lines, bytes) else { panic!("no omitted lines and bytes: {doc}") };
+    assert!(bytes > 40_000 && lines > 1000, "{omitted}");
+    assert!(marker.contains(&format!("[... {lines} lines ({bytes} bytes) omitted")), "{marker} {omitted}");
 
     // Quoted numbers are coerced on the command line too.
     let (code, doc) = call_json(dir.path(), "big_output", r#"{"bytes": "20"}"#, &["--plugin", HOSTILE_WASM]);

@@ -39,7 +39,8 @@ enum Command {
         args: Option<String>,
         #[command(flatten)]
         host: HostArgs,
-        /// Print one JSON object {ok, output, error, display, metadata, call_id}.
+        /// Print the result as one JSON object: {call_id, ok, output, error, display,
+        /// metadata, permission}, and omitted when the output was cut.
         #[arg(long)]
         json: bool,
     },
