@@ -90,9 +90,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
     let mut plugins = Vec::new();
     for (name, plugin) in raw.plugins {
         let key = name.get_ref();
-        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-            return Err(at(name.span(), format!("plugin name `{key}`: use letters, digits, `-` and `_`")));
-        }
+        PluginEntry::check_name(key).map_err(|e| at(name.span(), e))?;
         let sha = plugin.sha256.get_ref();
         if sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
             return Err(at(

@@ -54,7 +54,7 @@ pub mod trust;
 use std::path::{Path, PathBuf};
 
 pub use approver::{Approval, ApprovalRequest, Approver};
-pub use edit::{PluginEntryDraft, add_allow_rule, write_plugin_entry};
+pub use edit::{PluginEntryDraft, add_allow_rule, plugin_entry_toml, write_plugin_entry};
 pub use exec::{BuiltinsPolicy, TestProfile};
 pub use limits::{LimitError, LimitKey, LimitOverrides};
 pub use permissions::{Decision, Mode, Permissions};
@@ -146,6 +146,15 @@ pub struct PluginEntry {
 }
 
 impl PluginEntry {
+    /// Whether `name` may name an entry: ASCII letters, digits, `-` and `_`, at least
+    /// one. The error quotes the name with its control characters escaped.
+    pub fn check_name(name: &str) -> Result<(), String> {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(format!("plugin name {name:?}: use letters, digits, `-` and `_`"));
+        }
+        Ok(())
+    }
+
     /// The grants of this entry on a host with `limits` as base, the private-network
     /// opt-out `allow_private`, and the environment `host_env`.
     pub fn grants(
