@@ -387,6 +387,27 @@ fn limit_flags_reach_the_sandbox() {
 }
 
 #[test]
+fn a_bad_limit_flag_is_a_usage_error_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().to_str().unwrap();
+    for (flag, value, needle) in [
+        ("--timeout-ms", "0", "--timeout-ms: 0 is too small: it must be at least 1"),
+        ("--memory-mib", "lots", "--memory-mib: `lots` is not a whole number of at least 1"),
+        ("--fuel", "-3", "--fuel: `-3` is not a whole number"),
+        ("--clamp-bytes", "0", "--clamp-bytes: 0 is too small"),
+        ("--memory-mib", "99999999999999999999", "--memory-mib: 99999999999999999999 is too large: at most"),
+    ] {
+        let out = run(&["call", "read_file", "{}", "--work-dir", work, &format!("{flag}={value}")]);
+        assert_eq!(status(&out), 2, "{flag} {value}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{flag} {value}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "");
+    }
+    // `_` groups digits, as in the policy file.
+    let (code, doc) = call_json(dir.path(), "list_dir", r#"{"path": "."}"#, &["--fuel", "100_000_000_000"]);
+    assert_eq!(code, 0, "{doc}");
+}
+
+#[test]
 fn clamp_bytes_cuts_what_the_model_reads() {
     let dir = tempfile::tempdir().unwrap();
     let (code, doc) = call_json(
@@ -403,6 +424,12 @@ fn clamp_bytes_cuts_what_the_model_reads() {
         output.lines().find(|l| l.starts_with("[... ")).unwrap_or_else(|| panic!("no marker: {output}"));
     assert!(marker.contains("omitted from the middle") && marker.contains(call_id), "{marker}");
     assert!(output.len() < 1300, "{} bytes", output.len());
+    // What was cut, as the result carries it.
+    let omitted = &doc["omitted"];
+    let (lines, bytes) = (omitted["lines"].as_u64(), omitted["bytes"].as_u64());
+    let (Some(lines), Some(bytes)) = (lines, bytes) else { panic!("no omitted lines and bytes: {doc}") };
+    assert!(bytes > 40_000 && lines > 1000, "{omitted}");
+    assert!(marker.contains(&format!("[... {lines} lines ({bytes} bytes) omitted")), "{marker} {omitted}");
 
     // Quoted numbers are coerced on the command line too.
     let (code, doc) = call_json(dir.path(), "big_output", r#"{"bytes": "20"}"#, &["--plugin", HOSTILE_WASM]);

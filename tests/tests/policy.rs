@@ -207,6 +207,52 @@ fn a_typo_in_the_policy_names_its_line() {
     }
 }
 
+#[test]
+fn a_bad_plugin_limit_names_its_key_and_line() {
+    let path = Path::new("/p/toolhost.toml");
+    let entry = format!("[plugins.x]\nsource = \"x.wasm\"\nsha256 = \"{}\"\n", "a".repeat(64));
+    let max_mib = usize::MAX >> 20;
+    let past_mib = max_mib as u64 + 1;
+    let huge = format!("limits = {{ memory-mib = {past_mib} }}");
+    let huge_err =
+        format!("plugins.x.limits.memory-mib: {past_mib} is too large: at most {max_mib} on this host");
+    for (limits, line, needle) in [
+        (
+            "limits = { memory-mib = 0 }",
+            4,
+            "plugins.x.limits.memory-mib: 0 is too small: it must be at least 1",
+        ),
+        ("limits = { fuel = -1 }", 4, "plugins.x.limits.fuel: -1 is too small"),
+        (
+            "limits = { timeout-ms = \"5s\" }",
+            4,
+            "plugins.x.limits.timeout-ms: expected a whole number, found string",
+        ),
+        (
+            "limits = { output-bytes = 1.5 }",
+            4,
+            "plugins.x.limits.output-bytes: expected a whole number, found float",
+        ),
+        (&huge, 4, &huge_err),
+        ("limits = { memroy-mib = 64 }", 4, "plugins.x.limits: unknown key `memroy-mib`"),
+        // The CLI's --clamp-bytes is not a plugin limit.
+        ("limits = { clamp-bytes = 1000 }", 4, "plugins.x.limits: unknown key `clamp-bytes`"),
+        ("[plugins.x.limits]\nfuel = 10\ntimeout-ms = 0", 6, "plugins.x.limits.timeout-ms: 0 is too small"),
+    ] {
+        let text = format!("{entry}{limits}\n");
+        let err = Policy::parse(&text, path).unwrap_err().to_string();
+        let prefix = format!("policy /p/toolhost.toml, line {line}: ");
+        assert!(err.starts_with(&prefix), "{text:?}: {err}");
+        assert!(err.contains(needle), "{text:?}: {err}");
+    }
+    let limits = "limits = { memory-mib = 64, fuel = 1_000, timeout-ms = 700_000, output-bytes = 9 }";
+    let policy = Policy::parse(&format!("{entry}{limits}\n"), path).unwrap();
+    let limits = policy.plugins[0].limits.apply(&toolhost::Limits::default());
+    assert_eq!((limits.memory_bytes, limits.fuel, limits.output_bytes), (64 << 20, 1_000, 9));
+    assert_eq!(limits.timeout, std::time::Duration::from_millis(700_000));
+    assert_eq!(limits.max_timeout, limits.timeout, "a longer deadline raises the maximum");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_messages_are_redacted_too() {
     let dir = tempfile::tempdir().unwrap();

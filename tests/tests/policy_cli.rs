@@ -80,6 +80,59 @@ fn add_writes_the_entry_and_the_pinned_hash_guards_it() {
     assert_eq!(run(dir.path(), &["call", "noop", "{}"]).status.code(), Some(0));
 }
 
+/// Quotes, backslashes, a control character (ESC), a newline, non-ASCII, and what
+/// ends a TOML literal or multi-line string.
+const ODD: &str = "q\"uote b\\ack e\u{1b}sc n\nl é ✓ '''";
+
+#[test]
+fn add_writes_what_it_shows_and_odd_strings_parse_back_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = format!("tools/{ODD}.wasm");
+    std::fs::create_dir(dir.path().join("tools")).unwrap();
+    std::fs::copy(HOSTILE_WASM, dir.path().join(&file)).unwrap();
+    let env = format!("MY {ODD}");
+
+    let out = run(dir.path(), &["inspect", &file, "--json", "--name", "odd", "--env", &env]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shown = shown["entry"].as_str().unwrap().to_string();
+    assert!(!shown.contains('\u{1b}'), "a control character is escaped: {shown:?}");
+
+    let out = run(dir.path(), &["add", &file, "--name", "odd", "--env", &env]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&format!("policy entry:\n{shown}")), "{}", text(&out.stdout));
+    let written = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    assert_eq!(written, shown, "add writes the entry it showed");
+
+    // Parsed back, the source names the file (it loads) and the env name is the one
+    // given (the variable of that name is granted).
+    let out = Command::new(toolhost_bin())
+        .current_dir(dir.path())
+        .args(["list", "--json"])
+        .env_remove("TOOLHOST_LOG")
+        .env("TOOLHOST_CONFIG_DIR", test_config_dir())
+        .env(&env, "odd-value")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plugin = doc["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "odd").unwrap();
+    assert_eq!(plugin["grants"]["env"], serde_json::json!([env]), "{plugin}");
+}
+
+#[test]
+fn add_refuses_a_name_the_policy_could_not_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a\"b", "a\\b", "a\u{1b}b", "a\nb", "wörd", "a.b", ""] {
+        let out = run(dir.path(), &["add", HOSTILE_WASM, "--name", name]);
+        assert_eq!(out.status.code(), Some(2), "{name:?}: {}", text(&out.stdout));
+        let err = text(&out.stderr);
+        assert!(err.contains(&format!("--name: plugin name {name:?}: use letters, digits")), "{err}");
+        assert!(!err.contains('\u{1b}'), "{err:?}");
+        assert!(!dir.path().join("toolhost.toml").exists());
+    }
+}
+
 #[test]
 fn add_refuses_a_fetching_plugin_without_hosts() {
     let dir = tempfile::tempdir().unwrap();

@@ -114,16 +114,7 @@ pub(crate) async fn call(
     let result = host.execute(ToolCall::new(name, parsed)).await;
     let mut out = std::io::stdout().lock();
     if as_json {
-        let doc = json!({
-            "ok": result.ok,
-            "output": result.output,
-            "error": result.error.as_ref().map(|e| e.to_string()),
-            "display": result.display,
-            "metadata": result.metadata,
-            "call_id": result.call_id,
-            "permission": result.permission,
-        });
-        writeln!(out, "{doc}")?;
+        writeln!(out, "{}", serde_json::to_string(&result)?)?;
     } else if result.ok {
         write!(out, "{}", result.output)?;
         if !result.output.ends_with('\n') && !result.output.is_empty() {

@@ -8,9 +8,9 @@ mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use toolhost::policy::{LimitKey, LimitOverrides};
 use toolhost::{Host, Limits};
 
 /// Run an AI agent's tools as sandboxed WebAssembly components.
@@ -39,7 +39,8 @@ enum Command {
         args: Option<String>,
         #[command(flatten)]
         host: HostArgs,
-        /// Print one JSON object {ok, output, error, display, metadata, call_id}.
+        /// Print the result as one JSON object: {call_id, ok, output, error, display,
+        /// metadata, permission}, and omitted when the output was cut.
         #[arg(long)]
         json: bool,
     },
@@ -92,17 +93,17 @@ pub(crate) struct HostArgs {
     #[arg(long, value_delimiter = ',')]
     tools: Option<Vec<String>>,
     /// Default per-call deadline in milliseconds.
-    #[arg(long)]
-    timeout_ms: Option<u64>,
+    #[arg(long, value_name = "MS")]
+    timeout_ms: Option<String>,
     /// Per-call memory cap in MiB.
-    #[arg(long)]
-    memory_mib: Option<usize>,
+    #[arg(long, value_name = "MIB")]
+    memory_mib: Option<String>,
     /// Per-call fuel (about one unit per wasm instruction).
-    #[arg(long)]
-    fuel: Option<u64>,
+    #[arg(long, value_name = "UNITS")]
+    fuel: Option<String>,
     /// Bytes of output the model reads before the head + tail clamp.
-    #[arg(long)]
-    clamp_bytes: Option<usize>,
+    #[arg(long, value_name = "BYTES")]
+    clamp_bytes: Option<String>,
     /// A host third-party plugins may fetch from: `docs.rs`, `*.example.com` or `*`
     /// (repeatable). Without any, a plugin that imports fetch is refused.
     #[arg(long = "allow-host", value_name = "PATTERN", value_parser = toolhost::HostPattern::parse)]
@@ -139,27 +140,27 @@ pub(crate) fn program_name(name: &str) -> Result<String, String> {
 }
 
 impl HostArgs {
-    fn limits(&self) -> Limits {
-        let mut limits = Limits::default();
-        if let Some(ms) = self.timeout_ms {
-            limits.timeout = Duration::from_millis(ms);
-            limits.max_timeout = limits.max_timeout.max(limits.timeout);
+    /// The default limits with the limit flags applied; a bad value is an error
+    /// naming its flag.
+    fn limits(&self) -> anyhow::Result<Limits> {
+        let mut overrides = LimitOverrides::default();
+        for (key, text) in [
+            (LimitKey::TimeoutMs, &self.timeout_ms),
+            (LimitKey::MemoryMib, &self.memory_mib),
+            (LimitKey::Fuel, &self.fuel),
+            (LimitKey::ClampBytes, &self.clamp_bytes),
+        ] {
+            if let Some(text) = text {
+                overrides.set_text(key, text).map_err(|e| anyhow::anyhow!("--{e}"))?;
+            }
         }
-        if let Some(mib) = self.memory_mib {
-            limits.memory_bytes = mib << 20;
-        }
-        if let Some(fuel) = self.fuel {
-            limits.fuel = fuel;
-        }
-        if let Some(bytes) = self.clamp_bytes {
-            limits.clamp_bytes = bytes;
-        }
-        limits
+        Ok(overrides.apply(&Limits::default()))
     }
 
     /// Build the host; `interactive`: ask on the terminal (when there is one) for calls
     /// the permissions leave open, instead of denying them.
-    pub(crate) async fn build(&self, interactive: bool) -> Result<Host, toolhost::LoadError> {
+    pub(crate) async fn build(&self, interactive: bool) -> anyhow::Result<Host> {
+        let limits = self.limits()?;
         let policy = toolhost::Policy::discover(self.policy.as_deref(), &self.work_dir)?;
         let network = toolhost::NetworkSettings {
             allow_private: self.allow_private_network,
@@ -168,7 +169,7 @@ impl HostArgs {
         };
         let mut builder = Host::builder()
             .work_dir(&self.work_dir)
-            .limits(self.limits())
+            .limits(limits)
             .network(network)
             .policy(policy)
             .stub_sockets(self.stub_sockets)
@@ -196,7 +197,7 @@ impl HostArgs {
         if let Some(tools) = &self.tools {
             builder = builder.allow_tools(tools.clone());
         }
-        builder.build().await
+        Ok(builder.build().await?)
     }
 }
 

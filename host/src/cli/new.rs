@@ -191,7 +191,7 @@ pub(crate) fn tool_name(name: &str) -> anyhow::Result<String> {
 /// The `toolhost-guest = …` dependency of a Rust project, as TOML.
 fn sdk_dependency(args: &NewArgs) -> anyhow::Result<String> {
     if let Some(url) = &args.sdk_git {
-        return Ok(format!("{{ git = {} }}", toml_string(url)));
+        return Ok(inline_table("git", url));
     }
     let (dir, given) = match &args.sdk_path {
         Some(dir) => (dir.clone(), true),
@@ -210,23 +210,15 @@ fn sdk_dependency(args: &NewArgs) -> anyhow::Result<String> {
     }
     let dir = dir.canonicalize().with_context(|| format!("resolving {}", dir.display()))?;
     let dir = dir.to_str().with_context(|| format!("the SDK path {} is not UTF-8", dir.display()))?;
-    Ok(format!("{{ path = {} }}", toml_string(dir)))
+    Ok(inline_table("path", dir))
 }
 
-/// `text` as a TOML basic string.
-fn toml_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+/// `{ key = "value" }` as TOML, the string quoted and escaped by `toml_edit`.
+fn inline_table(key: &str, value: &str) -> String {
+    let mut table = toml_edit::InlineTable::new();
+    table.insert(key, value.into());
+    table.fmt();
+    table.to_string()
 }
 
 /// `toolhost new`: create `./NAME` and write the project into it.
@@ -285,11 +277,31 @@ mod tests {
         for bad in ["", "Word", "2wc", "wc-", "a b", "../x", "a/b", "self", "std", &"a".repeat(65)] {
             assert!(tool_name(bad).is_err(), "{bad:?}");
         }
+        // Nothing that would need quoting in Cargo.toml, package.json or a shell line.
+        for bad in ["a\"b", "a\\b", "a'b", "a\u{1b}b", "a\nb", "wörd", "a$b"] {
+            let err = tool_name(bad).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("invalid NAME {bad:?}: use 1-64 lowercase")), "{err}");
+            assert!(!err.contains('\u{1b}') && !err.contains('\n'), "the name is shown escaped: {err:?}");
+        }
     }
 
     #[test]
-    fn toml_strings_are_escaped() {
-        assert_eq!(toml_string(r#"C:\a "b""#), r#""C:\\a \"b\"""#);
+    fn the_sdk_dependency_is_valid_toml_whatever_its_path() {
+        let manifest = RUST.iter().find(|t| t.path == "Cargo.toml").unwrap().text;
+        let odd = ["C:\\a \"b\" 'c'", "esc \u{1b} nl \n tab \t del \u{7f} é ✓", "'''\"\"\"", "\\u0041"];
+        for path in odd {
+            for key in ["path", "git"] {
+                let sdk = inline_table(key, path);
+                let text =
+                    manifest.replace("{{name}}", "wc").replace("{{tool}}", "wc").replace("{{sdk}}", &sdk);
+                let parsed: toml::Table =
+                    toml::from_str(&text).unwrap_or_else(|e| panic!("{path:?}: {e}\n{text}"));
+                let dependency = &parsed["dependencies"]["toolhost-guest"];
+                assert_eq!(dependency.get(key).and_then(|v| v.as_str()), Some(path), "{text}");
+                assert!(!sdk.contains('\u{1b}'), "no raw control character: {sdk:?}");
+            }
+        }
+        assert_eq!(inline_table("path", "/a/guest-sdk"), r#"{ path = "/a/guest-sdk" }"#);
     }
 
     #[test]

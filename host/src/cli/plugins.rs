@@ -8,11 +8,11 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use serde_json::json;
-use toolhost::ExecGrant;
-use toolhost::GrantSource;
-use toolhost::Inspection;
-use toolhost::policy::{POLICY_FILE, PluginEntryDraft};
-use toolhost::{Engine, EngineSettings, FsGrant, HostPattern, Limits, PluginGrants, Sockets};
+use toolhost::policy::{POLICY_FILE, PluginEntry, PluginEntryDraft, plugin_entry_toml};
+use toolhost::{
+    Engine, EngineSettings, ExecGrant, FsGrant, GrantSource, HostPattern, Inspection, Limits, PluginGrants,
+    Sockets,
+};
 
 /// The grants to write into (or judge) a component's policy entry.
 #[derive(Args, Clone)]
@@ -57,12 +57,32 @@ impl EntryArgs {
         self.policy.clone().unwrap_or_else(|| self.work_dir.join(POLICY_FILE))
     }
 
-    /// The entry for `file`, from these flags and what the component asks for.
-    fn draft(&self, file: &Path, report: &Inspection) -> anyhow::Result<PluginEntryDraft> {
-        let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let name = self.name.clone().unwrap_or_else(|| {
-            stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect()
-        });
+    /// The entry's name: `--name`, or the file name without `.wasm`, every character
+    /// but ASCII letters, digits and `_` made a `-`.
+    fn entry_name(&self, file: &Path) -> anyhow::Result<String> {
+        let name = match &self.name {
+            Some(name) => name.clone(),
+            None => {
+                let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect()
+            }
+        };
+        PluginEntry::check_name(&name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
+        Ok(name)
+    }
+
+    /// The exec grant these flags give.
+    fn exec(&self) -> ExecGrant {
+        ExecGrant {
+            programs: self.programs.clone(),
+            shell: self.allow_shell,
+            unconfined: false,
+            commit: false,
+        }
+    }
+
+    /// The entry `name` for `file`, from these flags and what the component asks for.
+    fn draft(&self, file: &Path, name: String, report: &Inspection) -> anyhow::Result<PluginEntryDraft> {
         let writes = report.tools.iter().any(|t| !t.read_only);
         // The programs a component starts run in the work dir: exec needs it too.
         let uses_work_dir = report.requested.filesystem || report.requested.exec;
@@ -87,21 +107,17 @@ impl EntryArgs {
             network: self.hosts.iter().map(|h| h.as_str().to_owned()).collect(),
             env: self.env.clone(),
             sockets: if report.requested.sockets { Sockets::Stub } else { Sockets::Refuse },
-            exec: ExecGrant {
-                programs: self.programs.clone(),
-                shell: self.allow_shell,
-                unconfined: false,
-                commit: false,
-            },
+            exec: self.exec(),
         })
     }
 }
 
 /// Inspect `file`, judging it against the grants its entry would have.
 async fn examine(file: &Path, args: &EntryArgs) -> anyhow::Result<(Inspection, PluginEntryDraft)> {
+    let name = args.entry_name(file)?;
     let engine = Engine::new(&EngineSettings::default())?;
     let first = toolhost::inspect_file(&engine, file, None).await?;
-    let draft = args.draft(file, &first)?;
+    let draft = args.draft(file, name, &first)?;
     let mut grants = PluginGrants::new(GrantSource::Policy { name: draft.name.clone() }, Limits::default());
     grants.fs = draft.filesystem;
     grants.net.hosts = args.hosts.clone();
@@ -109,30 +125,6 @@ async fn examine(file: &Path, args: &EntryArgs) -> anyhow::Result<(Inspection, P
     grants.exec = draft.exec.clone();
     let report = toolhost::inspect_file(&engine, file, Some(&grants)).await?;
     Ok((report, draft))
-}
-
-fn entry_toml(draft: &PluginEntryDraft) -> String {
-    let list = |items: &[String]| items.iter().map(|i| format!("{i:?}")).collect::<Vec<_>>().join(", ");
-    let mut text = format!(
-        "[plugins.{}]\nsource = {:?}\nsha256 = {:?}\nfilesystem = {:?}\nnetwork = [{}]\nenv = [{}]\n",
-        draft.name,
-        draft.source,
-        draft.sha256,
-        draft.filesystem.as_str(),
-        list(&draft.network),
-        list(&draft.env)
-    );
-    if draft.sockets == Sockets::Stub {
-        text.push_str("sockets = \"stub\"\n");
-    }
-    if !draft.exec.is_empty() {
-        text.push_str(&format!(
-            "exec = {{ programs = [{}], shell = {} }}\n",
-            list(&draft.exec.programs),
-            draft.exec.shell
-        ));
-    }
-    text
 }
 
 fn print_report(
@@ -168,7 +160,7 @@ fn print_report(
         let ro = if tool.read_only { " (read-only)" } else { "" };
         writeln!(out, "  {}{ro}: {}", tool.name, tool.description.lines().next().unwrap_or(""))?;
     }
-    writeln!(out, "policy entry:\n{}", entry_toml(draft))?;
+    writeln!(out, "policy entry:\n{}", plugin_entry_toml(draft))?;
     if let Some(err) = &report.refused {
         writeln!(out, "refused: {err}")?;
     }
@@ -187,7 +179,7 @@ pub(crate) async fn inspect(file: &Path, args: &EntryArgs, as_json: bool) -> any
             "imports": report.imports,
             "requested": report.requested,
             "tools": report.tools,
-            "entry": entry_toml(&draft),
+            "entry": plugin_entry_toml(&draft),
             "refused": report.refused.as_ref().map(|e| e.to_string()),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;

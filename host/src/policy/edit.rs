@@ -2,7 +2,9 @@
 //! "always" answer). The file is edited in place — comments and layout kept — and
 //! replaced atomically ([`crate::protect::hostfs::write_atomic`]: a planted symlink or temp
 //! name is replaced, never written through), so a crash leaves the old file or the
-//! new one.
+//! new one. An entry is built as a `toml_edit` table by one function, both for
+//! writing it and for showing it first ([`plugin_entry_toml`]), so every string is
+//! quoted and escaped as TOML.
 
 use std::path::Path;
 
@@ -32,17 +34,44 @@ pub struct PluginEntryDraft {
     pub exec: crate::imports::exec::ExecGrant,
 }
 
+/// The entry `draft` as policy file text: a `[plugins.NAME]` table, every key and
+/// string quoted and escaped as TOML. This is what [`write_plugin_entry`] writes, for
+/// showing it first (`toolhost inspect`, `toolhost add`).
+pub fn plugin_entry_toml(draft: &PluginEntryDraft) -> String {
+    let mut doc = DocumentMut::new();
+    // A new document's `plugins` is always a table.
+    if let Some(plugins) = plugins_table(&mut doc) {
+        insert_entry(plugins, draft);
+    }
+    doc.to_string()
+}
+
 /// Add (or replace) the entry `draft` in the policy file at `path` (created if missing).
+/// Nothing is written when the result would not parse back (a name other than letters,
+/// digits, `-` and `_`, say): the error says why.
 pub fn write_plugin_entry(path: &Path, draft: &PluginEntryDraft) -> Result<(), PolicyError> {
     let mut doc = read_doc(path)?;
+    let Some(plugins) = plugins_table(&mut doc) else {
+        return Err(write_err(path, "`plugins` is not a table"));
+    };
+    insert_entry(plugins, draft);
+    write_doc(path, &doc)
+}
+
+/// The `[plugins]` table of `doc` (added, implicit, when missing); `None` when
+/// `plugins` is something else.
+fn plugins_table(doc: &mut DocumentMut) -> Option<&mut Table> {
     let plugins = doc.entry("plugins").or_insert_with(|| {
         let mut t = Table::new();
         t.set_implicit(true);
         Item::Table(t)
     });
-    let Some(plugins) = plugins.as_table_mut() else {
-        return Err(write_err(path, "`plugins` is not a table"));
-    };
+    plugins.as_table_mut()
+}
+
+/// Put `draft` into `plugins` as the table `plugins.NAME`, replacing any entry of
+/// that name.
+fn insert_entry(plugins: &mut Table, draft: &PluginEntryDraft) {
     let mut entry = Table::new();
     entry.insert("source", value(&draft.source));
     entry.insert("sha256", value(&draft.sha256));
@@ -59,7 +88,6 @@ pub fn write_plugin_entry(path: &Path, draft: &PluginEntryDraft) -> Result<(), P
         entry.insert("exec", value(exec));
     }
     plugins.insert(&draft.name, Item::Table(entry));
-    write_doc(path, &doc)
 }
 
 /// Add `rule` to `[permissions] allow` in the policy file at `path` (created if
@@ -139,6 +167,73 @@ mod tests {
         assert_eq!(policy.plugins[0].name, "wc");
         assert_eq!(policy.plugins[0].sockets, Sockets::Stub);
         assert_eq!(policy.plugins[0].exec.programs, vec!["git".to_string()]);
+    }
+
+    /// Quotes, backslashes, ESC, a newline, non-ASCII, and what ends a TOML literal or
+    /// multi-line string.
+    const ODD: &str = "q\"uote b\\ack e\u{1b}sc n\nl é ✓ ''' \"\"\"";
+
+    fn odd_draft(name: &str) -> PluginEntryDraft {
+        PluginEntryDraft {
+            name: name.into(),
+            source: format!("tools/{ODD}.wasm"),
+            sha256: "ab".repeat(32),
+            filesystem: FsGrant::Read,
+            network: vec!["docs.rs".into()],
+            env: vec![ODD.into(), "LC_*".into()],
+            sockets: Sockets::Refuse,
+            exec: crate::imports::exec::ExecGrant {
+                programs: vec!["git".into()],
+                shell: true,
+                unconfined: false,
+                commit: false,
+            },
+        }
+    }
+
+    #[test]
+    fn odd_strings_parse_back_from_the_entry_shown_and_the_one_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        let draft = odd_draft("odd");
+        let shown = plugin_entry_toml(&draft);
+        assert!(shown.starts_with("[plugins.odd]\n"), "{shown}");
+        assert!(!shown.contains('\u{1b}'), "escaped: {shown:?}");
+        write_plugin_entry(&path, &draft).unwrap();
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(written, shown, "a new file holds exactly the entry shown");
+
+        let from_shown = super::super::Policy::parse(&shown, &path).unwrap();
+        let from_file = super::super::Policy::load(&path).unwrap();
+        for policy in [from_shown, from_file] {
+            let [entry] = &policy.plugins[..] else { panic!("{:?}", policy.plugins) };
+            assert_eq!(entry.name, "odd");
+            assert_eq!(entry.source, dir.path().join(&draft.source));
+            assert_eq!(entry.sha256, draft.sha256);
+            assert_eq!(entry.filesystem, FsGrant::Read);
+            let env: Vec<&str> = entry.env.iter().map(|e| e.as_str()).collect();
+            assert_eq!(env, [ODD, "LC_*"]);
+            let network: Vec<&str> = entry.network.iter().map(|h| h.as_str()).collect();
+            assert_eq!(network, ["docs.rs"]);
+            assert_eq!(entry.exec, draft.exec);
+            assert_eq!(entry.sockets, Sockets::Refuse);
+        }
+    }
+
+    #[test]
+    fn a_name_the_policy_refuses_is_shown_as_toml_and_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        std::fs::write(&path, "# mine\n").unwrap();
+        for name in ["a\"b", "a\\b", "a\u{1b}b", "a\nb", "wörd", "a.b", ""] {
+            let shown = plugin_entry_toml(&odd_draft(name));
+            let parsed: toml::Table = toml::from_str(&shown).unwrap_or_else(|e| panic!("{name:?}: {e}"));
+            assert!(parsed["plugins"].get(name).is_some(), "{name:?}: {shown}");
+            let err = write_plugin_entry(&path, &odd_draft(name)).unwrap_err().to_string();
+            assert!(err.contains(&format!("plugin name {name:?}: use letters")), "{err}");
+            assert!(!err.contains('\u{1b}'), "{err:?}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), "# mine\n");
+        }
     }
 
     #[test]

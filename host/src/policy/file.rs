@@ -11,7 +11,7 @@ use toml::Spanned;
 use super::env::EnvName;
 use super::exec::{RawBuiltins, RawExec, RawExecGrant, RawTest};
 use super::rules::Rule;
-use super::{LimitOverrides, Mode, PluginEntry, Policy, PolicyError, Sections};
+use super::{LimitKey, LimitOverrides, Mode, PluginEntry, Policy, PolicyError, Sections};
 use crate::imports::fetch::HostPattern;
 use crate::policy::grants::{FsGrant, Sockets};
 
@@ -56,21 +56,12 @@ struct RawPlugin {
     #[serde(default)]
     sockets: Sockets,
     #[serde(default)]
-    limits: RawLimits,
+    limits: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
     exec: Option<RawExecGrant>,
 }
 
 fn no_fs() -> FsGrant {
     FsGrant::None
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct RawLimits {
-    memory_mib: Option<usize>,
-    fuel: Option<u64>,
-    timeout_ms: Option<u64>,
-    output_bytes: Option<usize>,
 }
 
 /// Parse the text of the policy file at `path` (relative sources and dirs are taken
@@ -99,9 +90,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
     let mut plugins = Vec::new();
     for (name, plugin) in raw.plugins {
         let key = name.get_ref();
-        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-            return Err(at(name.span(), format!("plugin name `{key}`: use letters, digits, `-` and `_`")));
-        }
+        PluginEntry::check_name(key).map_err(|e| at(name.span(), e))?;
         let sha = plugin.sha256.get_ref();
         if sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
             return Err(at(
@@ -126,6 +115,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             Some(raw) => raw.parse().map_err(|(span, e)| at(span, format!("plugins.{key}.exec: {e}")))?,
             None => Default::default(),
         };
+        let limits = limit_overrides(&plugin.limits, key).map_err(|(span, e)| at(span, e))?;
         let read_dirs = plugin.read_dirs.iter().map(|d| base.join(d.get_ref())).collect::<Vec<PathBuf>>();
         plugins.push(PluginEntry {
             name: key.clone(),
@@ -137,12 +127,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             env,
             sockets: plugin.sockets,
             exec,
-            limits: LimitOverrides {
-                memory_mib: plugin.limits.memory_mib,
-                fuel: plugin.limits.fuel,
-                timeout_ms: plugin.limits.timeout_ms,
-                output_bytes: plugin.limits.output_bytes,
-            },
+            limits,
         });
     }
     let sections = Sections {
@@ -170,6 +155,31 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         exec: raw.exec.unwrap_or_default().parse(base),
         tests,
     })
+}
+
+/// The `limits` table of the entry `plugins.NAME`: only [`LimitKey::PLUGIN`] keys,
+/// each a whole number [`LimitOverrides::set`] takes. An error names the key.
+fn limit_overrides(
+    table: &BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    name: &str,
+) -> Result<LimitOverrides, (Range<usize>, String)> {
+    let mut overrides = LimitOverrides::default();
+    for (key, value) in table {
+        let Some(limit) = LimitKey::PLUGIN.into_iter().find(|k| k.as_str() == key.get_ref()) else {
+            let known = LimitKey::PLUGIN.map(LimitKey::as_str).join(", ");
+            return Err((
+                key.span(),
+                format!("plugins.{name}.limits: unknown key `{}` (known: {known})", key.get_ref()),
+            ));
+        };
+        let refused = |message: String| (value.span(), format!("plugins.{name}.limits.{message}"));
+        let Some(number) = value.get_ref().as_integer() else {
+            let kind = value.get_ref().type_str();
+            return Err(refused(format!("{limit}: expected a whole number, found {kind}")));
+        };
+        overrides.set(limit, number).map_err(|e| refused(e.to_string()))?;
+    }
+    Ok(overrides)
 }
 
 /// The 1-based line of byte `offset` in `text`.

@@ -35,7 +35,8 @@
 //!
 //! Modules: `file` (parsing), [`sources`] (which files, trust, merging), [`trust`]
 //! (the config dir: private policies and trust records), [`rules`],
-//! [`permissions`], `approver`, [`env`](mod@env), [`redact`], [`grants`], `edit` (writing entries and
+//! [`permissions`], `approver`, [`env`](mod@env), [`redact`], [`grants`], `limits` (the overrides of a
+//! plugin entry and the CLI's flags: [`LimitOverrides`]), `edit` (writing entries and
 //! rules back, comments kept).
 
 mod approver;
@@ -44,6 +45,7 @@ pub mod env;
 pub mod exec;
 mod file;
 pub mod grants;
+mod limits;
 pub mod permissions;
 pub mod redact;
 pub mod rules;
@@ -51,12 +53,12 @@ pub mod sources;
 pub mod trust;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 pub use crate::error::PolicyError;
 pub use approver::{Approval, ApprovalRequest, Approver};
-pub use edit::{PluginEntryDraft, add_allow_rule, write_plugin_entry};
+pub use edit::{PluginEntryDraft, add_allow_rule, plugin_entry_toml, write_plugin_entry};
 pub use exec::{BuiltinsPolicy, TestProfile};
+pub use limits::{LimitError, LimitKey, LimitOverrides};
 pub use permissions::{Decision, Mode, Permissions};
 pub use redact::Redactor;
 pub use rules::Rule;
@@ -71,40 +73,6 @@ pub const POLICY_FILE: &str = "toolhost.toml";
 
 /// Largest policy file read.
 pub const MAX_POLICY_BYTES: u64 = 1 << 20;
-
-/// Per-plugin limit overrides (unset: the host's limits).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LimitOverrides {
-    /// Memory cap in MiB.
-    pub memory_mib: Option<usize>,
-    /// Fuel per call.
-    pub fuel: Option<u64>,
-    /// Default deadline in milliseconds (also raises the maximum if needed).
-    pub timeout_ms: Option<u64>,
-    /// Largest output in bytes.
-    pub output_bytes: Option<usize>,
-}
-
-impl LimitOverrides {
-    /// `base` with these overrides applied.
-    pub fn apply(&self, base: &Limits) -> Limits {
-        let mut limits = base.clone();
-        if let Some(mib) = self.memory_mib {
-            limits.memory_bytes = mib << 20;
-        }
-        if let Some(fuel) = self.fuel {
-            limits.fuel = fuel;
-        }
-        if let Some(ms) = self.timeout_ms {
-            limits.timeout = Duration::from_millis(ms);
-            limits.max_timeout = limits.max_timeout.max(limits.timeout);
-        }
-        if let Some(bytes) = self.output_bytes {
-            limits.output_bytes = bytes;
-        }
-        limits
-    }
-}
 
 /// One `[plugins.NAME]` entry.
 #[derive(Debug, Clone)]
@@ -132,6 +100,15 @@ pub struct PluginEntry {
 }
 
 impl PluginEntry {
+    /// Whether `name` may name an entry: ASCII letters, digits, `-` and `_`, at least
+    /// one. The error quotes the name with its control characters escaped.
+    pub fn check_name(name: &str) -> Result<(), String> {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(format!("plugin name {name:?}: use letters, digits, `-` and `_`"));
+        }
+        Ok(())
+    }
+
     /// The grants of this entry on a host with `limits` as base, the private-network
     /// opt-out `allow_private`, and the environment `host_env`.
     pub fn grants(
