@@ -125,10 +125,7 @@ fn shown_name(name: &str) -> String {
     if name.len() <= MAX_NAME_BYTES {
         return format!("{name:?}");
     }
-    let mut end = MAX_NAME_BYTES;
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = name.floor_char_boundary(MAX_NAME_BYTES);
     format!("{:?}… ({} bytes)", &name[..end], name.len())
 }
 

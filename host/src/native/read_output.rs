@@ -118,7 +118,7 @@ fn miss(call_id: &str, part: Part) -> CallError {
     let id = if call_id.len() <= SHOWN_ID {
         call_id.to_string()
     } else {
-        format!("{}… ({} bytes)", &call_id[..floor_char_boundary(call_id, SHOWN_ID)], call_id.len())
+        format!("{}… ({} bytes)", &call_id[..call_id.floor_char_boundary(SHOWN_ID)], call_id.len())
     };
     let message = match part {
         Part::Content => format!(
@@ -150,12 +150,12 @@ fn window(full: &str, args: &Args, budget: usize) -> Result<(String, Value), Cal
     let mut cut = None;
     for (i, line) in full.lines().enumerate().skip(args.offset - 1).take(args.limit) {
         let n = i + 1;
-        let start = if n == args.offset { floor_char_boundary(line, args.column.min(line.len())) } else { 0 };
+        let start = if n == args.offset { line.floor_char_boundary(args.column.min(line.len())) } else { 0 };
         let rest = &line[start..];
         let room = budget.saturating_sub(out.len() + 8);
         if rest.len() > room {
             if out.is_empty() {
-                let end = floor_char_boundary(rest, room);
+                let end = rest.floor_char_boundary(room);
                 let _ = writeln!(out, "{n:>6}\t{}", &rest[..end]);
                 cut = Some((n, start + end, rest.len() - end));
             }
@@ -198,7 +198,7 @@ fn matches(full: &str, args: &Args, pattern: &str, budget: usize) -> Result<(Str
         if line.len() > room {
             full_reply = true;
             if shown == 0 {
-                let end = floor_char_boundary(line, room);
+                let end = line.floor_char_boundary(room);
                 let _ = writeln!(out, "{:>6}\t{}", i + 1, &line[..end]);
                 let _ = writeln!(
                     out,
@@ -225,11 +225,4 @@ fn matches(full: &str, args: &Args, pattern: &str, budget: usize) -> Result<(Str
         let _ = writeln!(out, "[{} more matching lines not shown; {why}]", matched - shown);
     }
     Ok((out, json!({"total_lines": total, "matches": matched})))
-}
-
-fn floor_char_boundary(s: &str, mut i: usize) -> usize {
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }

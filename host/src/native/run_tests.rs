@@ -242,11 +242,7 @@ fn tail(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
     }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    let rest = &text[start..];
+    let rest = &text[text.ceil_char_boundary(text.len() - max)..];
     match rest.find('\n') {
         Some(i) if i < 200 => &rest[i + 1..],
         _ => rest,

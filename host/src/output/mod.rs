@@ -76,11 +76,11 @@ pub(crate) fn clamp_part(
     let head_budget = (max_bytes as f64 * HEAD_SHARE) as usize;
     let tail_budget = max_bytes - head_budget;
 
-    let mut head_end = floor_char_boundary(text, head_budget);
+    let mut head_end = text.floor_char_boundary(head_budget);
     if let Some(nl) = text[..head_end].rfind('\n') {
         head_end = nl + 1;
     }
-    let mut tail_start = ceil_char_boundary(text, text.len() - tail_budget).max(head_end);
+    let mut tail_start = text.ceil_char_boundary(text.len() - tail_budget).max(head_end);
     if let Some(nl) = text[tail_start..].find('\n')
         && tail_start + nl + 1 < text.len()
     {
@@ -114,20 +114,6 @@ pub(crate) fn clamp_part(
     out.push_str(&marker);
     out.push_str(&text[tail_start..]);
     (out, Some(omitted))
-}
-
-fn floor_char_boundary(s: &str, mut i: usize) -> usize {
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
-    while !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]

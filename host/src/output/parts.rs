@@ -89,10 +89,7 @@ pub(crate) fn bound_error(
     limits: &Limits,
 ) -> CallError {
     if err.code.len() > MAX_CODE_BYTES || !err.code.bytes().all(|b| b.is_ascii_graphic()) {
-        let mut end = err.code.len().min(MAX_CODE_BYTES);
-        while !err.code.is_char_boundary(end) {
-            end -= 1;
-        }
+        let end = err.code.floor_char_boundary(MAX_CODE_BYTES);
         let why = format!(
             "the tool failed with an invalid error code ({} bytes, starting {:?}; codes are words of at most \
              {MAX_CODE_BYTES} bytes)",

@@ -82,11 +82,7 @@ pub(crate) fn truncate_at_char(line: &str, max: usize) -> (&str, bool) {
     if line.len() <= max {
         return (line, false);
     }
-    let mut end = max;
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&line[..end], true)
+    (&line[..line.floor_char_boundary(max)], true)
 }
 
 /// A fresh work dir and a context for a call in it (the modules' unit tests).
