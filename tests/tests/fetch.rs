@@ -508,8 +508,8 @@ fn the_cli_grants_hosts_and_shows_the_private_opt_out() {
 /// names for the same WIT cases (the host spells them as literals in `fetch/types.rs`).
 #[test]
 fn fetch_errors_carry_the_shared_codes() {
+    use toolhost::FetchError;
     use toolhost::codes;
-    use toolhost::fetch::FetchError;
     let cases = [
         (FetchError::BlockedUrl("m".into()), codes::BLOCKED_URL),
         (FetchError::InvalidUrl("m".into()), codes::INVALID_URL),

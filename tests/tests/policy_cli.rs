@@ -133,6 +133,36 @@ fn add_refuses_a_name_the_policy_could_not_hold() {
     }
 }
 
+/// `inspect --json` in `dir`: its exit status and report.
+fn inspect_json(dir: &Path, args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let mut argv = vec!["inspect", "--json"];
+    argv.extend_from_slice(args);
+    let out = run(dir, &argv);
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+    (out.status.code(), doc)
+}
+
+#[test]
+fn inspect_judges_the_component_against_the_grants_its_entry_would_have() {
+    let dir = tempfile::tempdir().unwrap();
+    for (wasm, name, grant, needle) in [
+        (NET_WASM, "net", ["--allow-host", "docs.rs"], "plugins.net.network"),
+        (EXEC_WASM, "runner", ["--allow-program", "echo"], "plugins.runner.exec"),
+    ] {
+        let (code, doc) = inspect_json(dir.path(), &[wasm, "--name", name]);
+        assert_eq!(code, Some(1), "{doc}");
+        let refused = doc["refused"].as_str().unwrap_or_else(|| panic!("not refused: {doc}"));
+        assert!(refused.contains("capability_denied") && refused.contains(needle), "{refused}");
+
+        let (code, doc) = inspect_json(dir.path(), &[wasm, "--name", name, grant[0], grant[1]]);
+        assert_eq!(code, Some(0), "{doc}");
+        assert_eq!(doc["refused"], serde_json::Value::Null, "{doc}");
+        assert!(!doc["tools"].as_array().unwrap().is_empty(), "its tools are listed either way: {doc}");
+        assert!(doc["entry"].as_str().unwrap().contains(grant[1]), "{doc}");
+    }
+    assert!(!dir.path().join("toolhost.toml").exists());
+}
+
 #[test]
 fn add_refuses_a_fetching_plugin_without_hosts() {
     let dir = tempfile::tempdir().unwrap();

@@ -112,18 +112,21 @@ impl EntryArgs {
     }
 }
 
-/// Inspect `file`, judging it against the grants its entry would have.
+/// Inspect `file` with one `toolhost::inspect_file` (one read, one tool listing), judging it
+/// against the grants its entry would have.
 async fn examine(file: &Path, args: &EntryArgs) -> anyhow::Result<(Inspection, PluginEntryDraft)> {
     let name = args.entry_name(file)?;
     let engine = Engine::new(&EngineSettings::default())?;
-    let first = toolhost::inspect_file(&engine, file, None).await?;
-    let draft = args.draft(file, name, &first)?;
-    let mut grants = PluginGrants::new(GrantSource::Policy { name: draft.name.clone() }, Limits::default());
-    grants.fs = draft.filesystem;
+    // The grants are known before the component is looked at, but for the two the
+    // entry takes from what it asks for, neither of which decides whether it loads:
+    // `filesystem` is a per-call preopen, not an import check, and the entry stubs
+    // sockets exactly when it imports them (so stubbing them here is the same).
+    let mut grants = PluginGrants::new(GrantSource::Policy { name: name.clone() }, Limits::default());
     grants.net.hosts = args.hosts.clone();
-    grants.sockets = draft.sockets;
-    grants.exec = draft.exec.clone();
+    grants.sockets = Sockets::Stub;
+    grants.exec = args.exec();
     let report = toolhost::inspect_file(&engine, file, Some(&grants)).await?;
+    let draft = args.draft(file, name, &report)?;
     Ok((report, draft))
 }
 

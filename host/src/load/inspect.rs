@@ -54,8 +54,8 @@ pub(crate) async fn inspect(
     grants: &PluginGrants,
 ) -> Result<Inspection, LoadError> {
     let sha256 = hex::encode(Sha256::digest(bytes));
-    let component = engine.component(bytes, &sha256)?.component;
-    let imports = imports_of(engine.wasmtime(), &component);
+    let loaded = engine.component(bytes, &sha256)?;
+    let imports = imports_of(engine.wasmtime(), &loaded.component);
     let requested = Requested::from_imports(&imports);
     // Listing tools runs no call: no preopen, no env, no network client. Link what can
     // be linked so a component that needs grants still shows its tools.
@@ -69,7 +69,9 @@ pub(crate) async fn inspect(
         listing.net.hosts = vec![crate::imports::fetch::HostPattern::any()];
     }
     let refused = check_identity(name, &sha256, grants).and_then(|()| check_imports(&imports, grants)).err();
-    let (tools, refused) = match Plugin::load(engine, linker, name, bytes, &listing).await {
+    // One hash and one compile: the listing reuses the component compiled above.
+    let plugin = Plugin::from_component(engine, linker, name, sha256.clone(), loaded, &listing).await;
+    let (tools, refused) = match plugin {
         Ok(plugin) => (plugin.tools().to_vec(), refused),
         Err(err) => (Vec::new(), refused.or(Some(err))),
     };

@@ -63,8 +63,20 @@ impl Plugin {
         let sha256 = hex::encode(Sha256::digest(bytes));
         check_identity(name, &sha256, grants)?;
         let loaded = engine.component(bytes, &sha256)?;
-        let component = loaded.component;
+        Self::from_component(engine, linker, name, sha256, loaded, grants).await
+    }
 
+    /// The rest of [`Plugin::load`], for a component already hashed, checked against
+    /// its pin and compiled: imports checked, linked, its tools listed.
+    pub(crate) async fn from_component(
+        engine: &Engine,
+        linker: &Linker<CallState>,
+        name: &str,
+        sha256: String,
+        loaded: crate::engine::LoadedComponent,
+        grants: &PluginGrants,
+    ) -> Result<Self, LoadError> {
+        let component = loaded.component;
         let imports = imports_of(engine.wasmtime(), &component);
         check_imports(&imports, grants)?;
         let net = imports.iter().any(|i| is_fetch(i)).then(|| Arc::new(grants.net.clone()));
