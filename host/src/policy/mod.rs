@@ -59,7 +59,7 @@ pub use approver::{Approval, ApprovalRequest, Approver};
 pub use edit::{PluginEntryDraft, add_allow_rule, plugin_entry_toml, write_plugin_entry};
 pub use exec::{BuiltinsPolicy, TestProfile};
 pub use limits::{LimitError, LimitKey, LimitOverrides};
-pub use permissions::{Decision, Mode, Permissions};
+pub use permissions::{Decision, HookSays, Mode, Permissions};
 pub use redact::Redactor;
 pub use rules::Rule;
 pub use trust::ConfigDir;

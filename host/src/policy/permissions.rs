@@ -6,14 +6,17 @@
 //!    symlink) or at a protected path (`.git/`, the policy file, the policy's
 //!    `protected` globs) → deny, in every mode;
 //! 2. a deny rule matches → deny, in every mode;
-//! 3. `plan` mode and the tool is not read-only → deny (no allow rule widens plan mode:
+//! 3. a pre-tool-use hook said allow or ask ([`HookSays`]) → that, whatever the mode
+//!    and the allow rules say (a hook's deny is decided before, by the caller: it
+//!    wins over everything);
+//! 4. `plan` mode and the tool is not read-only → deny (no allow rule widens plan mode:
 //!    its promise is that nothing changes);
-//! 4. the tool is read-only → allow;
-//! 5. `yolo` mode → allow;
-//! 6. an allow rule matches → allow;
-//! 7. `accept-edits` mode and the tool's path arguments are all inside the work dir →
+//! 5. the tool is read-only → allow;
+//! 6. `yolo` mode → allow;
+//! 7. an allow rule matches → allow;
+//! 8. `accept-edits` mode and the tool's path arguments are all inside the work dir →
 //!    allow;
-//! 8. otherwise → ask the [`super::Approver`] (no approver: deny).
+//! 9. otherwise → ask the [`super::Approver`] (no approver: deny).
 
 use std::path::{Path, PathBuf};
 
@@ -76,6 +79,17 @@ pub enum Decision {
         /// The allow rule an "always" answer saves.
         suggested_rule: String,
     },
+}
+
+/// What the pre-tool-use hooks said, when not deny (see the module's order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookSays {
+    /// No hook had an opinion: the mode and the rules decide.
+    Nothing,
+    /// A hook allowed the call, and why.
+    Allow(String),
+    /// A hook wants the user asked, and why.
+    Ask(String),
 }
 
 /// The mode, the rules and the protected paths.
@@ -141,7 +155,12 @@ impl Permissions {
 
     /// Decide a call to `tool` (`read_only` as it declares) with `args`.
     pub fn decide(&self, tool: &str, read_only: bool, args: &Value) -> Decision {
-        if read_only && self.deny.is_empty() {
+        self.decide_hooked(tool, read_only, args, &HookSays::Nothing)
+    }
+
+    /// [`Permissions::decide`], with what the pre-tool-use hooks said.
+    pub fn decide_hooked(&self, tool: &str, read_only: bool, args: &Value, hook: &HookSays) -> Decision {
+        if read_only && self.deny.is_empty() && *hook == HookSays::Nothing {
             // The common case needs no look at the arguments.
             return Decision::Allow("read-only tool".into());
         }
@@ -151,6 +170,16 @@ impl Permissions {
         }
         if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, &subject)) {
             return Decision::Deny(format!("rule deny {rule}"));
+        }
+        match hook {
+            HookSays::Nothing => {}
+            HookSays::Allow(reason) => return Decision::Allow(format!("hook allowed: {reason}")),
+            HookSays::Ask(reason) => {
+                return Decision::Ask {
+                    reason: format!("a hook asks: {reason}"),
+                    suggested_rule: suggest_rule(tool, &subject),
+                };
+            }
         }
         if read_only {
             return Decision::Allow("read-only tool".into());
