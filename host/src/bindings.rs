@@ -9,3 +9,14 @@ wasmtime::component::bindgen!({
     imports: { "toolhost:plugin/fetch.fetch": async, "toolhost:plugin/exec.run": async },
     exports: { default: async },
 });
+
+/// The hook world (`tool-hook`): exports `toolhost:plugin/hooks`, imports only
+/// `log` (the same host code as a plugin's).
+pub(crate) mod hook {
+    wasmtime::component::bindgen!({
+        world: "tool-hook",
+        path: "../wit",
+        with: { "toolhost:plugin/log": crate::bindings::toolhost::plugin::log },
+        exports: { default: async },
+    });
+}

@@ -27,6 +27,7 @@ mod bindings;
 mod call;
 mod engine;
 mod error;
+mod hooks;
 mod imports;
 mod limits;
 mod load;
@@ -46,6 +47,7 @@ pub use call::executor::{ToolCall, ToolResult};
 pub use call::host::Host;
 pub use engine::{Engine, EngineSettings};
 pub use error::{CallError, LoadError, PolicyError, codes};
+pub use hooks::HookNote;
 pub use imports::exec::{
     ChildLimits, ExecGrant, ExecRuntime, ExecSettings, ProcessInfo, ProcessState, SYSTEM_PATH,
 };

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 
 const LAYERS: &[&str] = &[
-    "serve", "call", "native", "load", "output", "policy", "sandbox", "imports", "engine", "protect",
-    "bindings", "limits", "error",
+    "serve", "call", "hooks", "native", "load", "output", "policy", "sandbox", "imports", "engine",
+    "protect", "bindings", "limits", "error",
 ];
 
 type Module = Vec<String>;

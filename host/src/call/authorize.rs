@@ -1,6 +1,7 @@
 //! Authorizing a call, between argument validation and the sandbox: the
-//! permissions decide, the approver answers what they leave open (one question at
-//! a time), and a denied call never enters its plugin.
+//! pre-tool-use hooks speak first (see [`crate::hooks`]), the permissions decide
+//! with what they said, the approver answers what is left open (one question at a
+//! time), and a denied call never enters its plugin.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -8,8 +9,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::host::Host;
 use crate::error::{CallError, codes};
+use crate::hooks::HookNote;
 use crate::load::registry::Tool;
-use crate::policy::{Approval, ApprovalRequest, Decision};
+use crate::policy::{Approval, ApprovalRequest, Decision, HookSays};
 
 /// What the permissions decided about a call, and why; part of every result that got
 /// that far.
@@ -19,33 +21,38 @@ pub struct PermissionNote {
     pub allowed: bool,
     /// Why (`read-only tool`, `rule deny write_file(path=.env)`, `approved once`, …).
     pub reason: String,
+    /// What each hook that saw the call said (pre- and post-tool-use, in order).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookNote>,
 }
 
 impl PermissionNote {
     fn allow(reason: impl Into<String>) -> Self {
-        Self { allowed: true, reason: reason.into() }
+        Self { allowed: true, reason: reason.into(), hooks: Vec::new() }
     }
 
-    fn deny(reason: impl Into<String>) -> Self {
-        Self { allowed: false, reason: reason.into() }
+    pub(crate) fn deny(reason: impl Into<String>) -> Self {
+        Self { allowed: false, reason: reason.into(), hooks: Vec::new() }
     }
 }
 
 impl Host {
-    /// Decide a call to `tool` with validated `args`: allowed (and why), or denied with
-    /// the error the result carries.
+    /// Decide a call to `tool` with validated `args`, given what the pre-tool-use
+    /// hooks said (`hook`): allowed (and why), or denied with the error the result
+    /// carries.
     pub(crate) async fn authorize(
         &self,
         call_id: &str,
         tool: &Tool,
         args: &Value,
+        hook: &HookSays,
         cancel: &CancellationToken,
     ) -> Result<PermissionNote, (PermissionNote, CallError)> {
         let spec = tool.spec();
         let deny = |reason: String| {
             Err((PermissionNote::deny(reason.clone()), CallError::new(codes::PERMISSION_DENIED, reason)))
         };
-        let (reason, suggested_rule) = match self.decide(&spec.name, spec.read_only, args) {
+        let (reason, suggested_rule) = match self.decide_hooked(&spec.name, spec.read_only, args, hook) {
             Decision::Allow(reason) => return Ok(PermissionNote::allow(reason)),
             Decision::Deny(reason) => return deny(reason),
             Decision::Ask { reason, suggested_rule } => (reason, suggested_rule),
@@ -59,7 +66,7 @@ impl Host {
             _ = cancel.cancelled() => return Err((PermissionNote::deny("cancelled"), CallError::new(codes::CANCELLED, ""))),
             turn = self.approval_turn() => turn,
         };
-        if let Decision::Allow(reason) = self.decide(&spec.name, spec.read_only, args) {
+        if let Decision::Allow(reason) = self.decide_hooked(&spec.name, spec.read_only, args, hook) {
             return Ok(PermissionNote::allow(reason));
         }
         let request = ApprovalRequest {

@@ -1,6 +1,7 @@
 //! Batches: the calls of one model turn. Consecutive concurrency-safe
-//! (read-only) calls run in parallel; every other call runs alone, in order,
-//! after everything before it has finished. Results come back in the order
+//! (read-only) calls run in parallel, once each has been admitted in call order
+//! (its pre-tool-use hooks and any question asked); every other call runs alone,
+//! in order, after everything before it has finished. Results come back in the order
 //! of the calls, whoever finished first.
 //!
 //! An unknown tool counts as not concurrency-safe: it is refused at once
@@ -22,7 +23,19 @@ impl Host {
         for (_, len, parallel) in plan(&safe) {
             let run: Vec<ToolCall> = calls.by_ref().take(len).collect();
             if parallel {
-                results.extend(join_all(run.into_iter().map(|c| self.execute(c))).await);
+                // Admitted one at a time, in call order (pre-tool-use hooks, questions),
+                // before any of them starts; then run together.
+                let mut admitted = Vec::with_capacity(run.len());
+                for call in run {
+                    admitted.push(self.admit(call).await);
+                }
+                let ran = join_all(admitted.into_iter().map(|a| async move {
+                    match a {
+                        Ok(a) => self.run_admitted(a).await,
+                        Err(refused) => refused,
+                    }
+                }));
+                results.extend(ran.await);
             } else {
                 // Alone, in order (a "parallel" run of one pays for nothing).
                 for call in run {

@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 use crate::call::host::Host;
 use crate::engine::{Engine, EngineSettings};
 use crate::error::LoadError;
+use crate::hooks::Hooks;
 use crate::imports::exec::{ExecGrant, ExecRuntime, ExecSettings};
 use crate::imports::fetch::NetworkSettings;
 use crate::limits::Limits;
@@ -252,6 +253,11 @@ impl HostBuilder {
         if let Some(cache) = &self.engine.cache_dir {
             permissions.protect_file(cache);
         }
+        // The hooks' programs and components decide calls: no tool may change them.
+        let hooks = Hooks::load(&policy.hooks, &engine, &linker, &exec, work_dir.as_deref())?;
+        for file in hooks.files() {
+            permissions.protect_file(file);
+        }
         let protected = permissions.protected().cloned();
         // Children's roots bind the protected paths read-only.
         if let Some(protected) = &protected {
@@ -267,6 +273,7 @@ impl HostBuilder {
             self.builtin_env(&policy).into_iter().filter(|(name, _)| !shown.contains(name)).collect();
         Ok(Host {
             native_redactor: crate::policy::Redactor::new(&redacted_env),
+            hooks,
             protected,
             open_handles,
             engine,

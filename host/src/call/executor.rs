@@ -3,12 +3,14 @@
 //!
 //! Order of a call: look the tool up (`unknown_tool`) → already cancelled?
 //! (`cancelled`, nothing runs) → coerce and validate the arguments
-//! (`invalid_args`) → authorize (`permission_denied`, nothing runs; see
+//! (`invalid_args`) → pre-tool-use hooks (their deny is `permission_denied`; see
+//! [`crate::hooks`]) → authorize (`permission_denied`, nothing runs; see
 //! [`crate::call::authorize`]) → run in a fresh sandbox with the plugin's grants and
 //! limits, under the merged deadline and cancellation → redact secrets → bound
 //! the output (`output_limit`) → keep the full text of each part by call id →
-//! cut what the caller sees, head + tail (see [`crate::output`]). A failed
-//! result's message is kept and cut the same way, wherever it was made.
+//! cut what the caller sees, head + tail (see [`crate::output`]) → post-tool-use
+//! hooks (their context appended, bounded). A failed result's message is kept and
+//! cut the same way, wherever it was made.
 
 use std::time::{Duration, Instant};
 
@@ -19,12 +21,13 @@ use tokio_util::sync::CancellationToken;
 use crate::call::authorize::PermissionNote;
 use crate::call::host::Host;
 use crate::error::{CallError, codes};
+use crate::hooks::{HookCall, Outcome, Pre};
 use crate::limits::{Deadline, Limits};
 use crate::load::plugin::Plugin;
-use crate::load::registry::{NativeCall, Runner};
+use crate::load::registry::{NativeCall, Runner, Tool};
 use crate::load::spec::ToolSpec;
 use crate::output::{Metadata, Omitted, Parts, bound_error};
-use crate::policy::Redactor;
+use crate::policy::{HookSays, Redactor};
 use crate::sandbox::{self, StoreSpec};
 
 /// A request to run one tool.
@@ -80,6 +83,9 @@ pub struct ToolResult {
     /// What the clamp cut from the middle of `output`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omitted: Option<Omitted>,
+    /// A hook asked for the turn to stop here.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub halt: bool,
     /// Wall time of the call.
     #[serde(skip)]
     pub duration: Duration,
@@ -106,6 +112,7 @@ impl ToolResult {
             metadata: None,
             permission: None,
             omitted: None,
+            halt: false,
             duration: started.elapsed(),
         }
     }
@@ -115,52 +122,144 @@ impl ToolResult {
         self
     }
 
+    /// Append the hooks' `context` (each bounded already) to what the model reads,
+    /// redacted like the host's own output.
+    fn append_context(&mut self, context: &[String], redactor: &Redactor) {
+        for text in context {
+            self.output.push_str(if self.output.is_empty() { "[hook] " } else { "\n\n[hook] " });
+            self.output.push_str(&redactor.redact(text));
+        }
+    }
+
     /// The error code, when the call failed.
     pub fn code(&self) -> Option<&str> {
         self.error.as_ref().map(|e| e.code.as_str())
     }
 }
 
+/// A call that passed lookup, validation, the pre-tool-use hooks and the
+/// permissions: ready to run ([`Host::admit`], then [`Host::run_admitted`]).
+pub(crate) struct Admitted<'h> {
+    call_id: String,
+    tool: &'h Tool,
+    args: Value,
+    cancel: CancellationToken,
+    permission: PermissionNote,
+    context: Vec<String>,
+    started: Instant,
+}
+
 impl Host {
     /// Run one call. Never fails: unknown tools, bad arguments, traps, limits
     /// and cancellation all come back as a failed [`ToolResult`].
     pub async fn execute(&self, call: ToolCall) -> ToolResult {
+        match self.admit(call).await {
+            Ok(admitted) => self.run_admitted(admitted).await,
+            Err(refused) => refused,
+        }
+    }
+
+    /// The stages before a call runs: lookup → cancelled? → arguments → pre-tool-use
+    /// hooks → authorize. `Err` is the refused call's result.
+    pub(crate) async fn admit(&self, call: ToolCall) -> Result<Admitted<'_>, ToolResult> {
         let started = Instant::now();
         let call_id = call.id.unwrap_or_else(crate::call::ids::new_call_id);
         let host_limits = self.limits();
+        let fail =
+            |call_id: String, err: CallError| ToolResult::failed(self, call_id, err, host_limits, started);
         let Some(tool) = self.registry().get(&call.name) else {
-            let err = unknown_tool(&call.name);
-            return ToolResult::failed(self, call_id, err, host_limits, started);
+            return Err(fail(call_id, unknown_tool(&call.name)));
         };
         if call.cancel.is_cancelled() {
-            return ToolResult::failed(
-                self,
-                call_id,
-                CallError::new(codes::CANCELLED, ""),
-                host_limits,
-                started,
-            );
+            return Err(fail(call_id, CallError::new(codes::CANCELLED, "")));
         }
-        let args = match tool.args().prepare(call.args) {
+        let mut args = match tool.args().prepare(call.args) {
             Ok(args) => args,
-            Err(err) => return ToolResult::failed(self, call_id, err, host_limits, started),
+            Err(err) => return Err(fail(call_id, err)),
         };
-        let permission = match self.authorize(&call_id, tool, &args, &call.cancel).await {
-            Ok(note) => note,
-            Err((note, err)) => {
-                return ToolResult::failed(self, call_id, err, host_limits, started).with_permission(note);
+        let mut pre = Pre::default();
+        if !self.hooks.is_empty() {
+            let hook_call = self.hook_call(tool, &args, &call_id, &call.cancel);
+            pre = self.hooks.pre(hook_call, &|updated| tool.args().prepare(updated)).await;
+            if let Some(updated) = pre.updated.take() {
+                args = updated;
+            }
+        }
+        if let Some(reason) = pre.deny.take() {
+            let mut note = PermissionNote::deny(reason.clone());
+            note.hooks = pre.notes;
+            let mut result =
+                fail(call_id, CallError::new(codes::PERMISSION_DENIED, reason)).with_permission(note);
+            result.halt = pre.halt;
+            result.append_context(&pre.context, &self.native_redactor);
+            return Err(result);
+        }
+        let says = pre.says.take().unwrap_or(HookSays::Nothing);
+        let permission = match self.authorize(&call_id, tool, &args, &says, &call.cancel).await {
+            Ok(mut note) => {
+                note.hooks = pre.notes;
+                note
+            }
+            Err((mut note, err)) => {
+                note.hooks = pre.notes;
+                return Err(fail(call_id, err).with_permission(note));
             }
         };
+        Ok(Admitted { call_id, tool, args, cancel: call.cancel, permission, context: pre.context, started })
+    }
+
+    fn hook_call<'a>(
+        &'a self,
+        tool: &'a Tool,
+        args: &'a Value,
+        call_id: &'a str,
+        cancel: &'a CancellationToken,
+    ) -> HookCall<'a> {
+        let mode = self.permissions.read().unwrap_or_else(|e| e.into_inner()).mode;
+        HookCall { tool: &tool.spec().name, args, call_id, mode, cancel }
+    }
+
+    /// The stages after: run under the deadline and cancellation → redact → bound →
+    /// store → clamp → post-tool-use hooks.
+    pub(crate) async fn run_admitted(&self, admitted: Admitted<'_>) -> ToolResult {
+        let Admitted { call_id, tool, args, cancel, permission, context, started } = admitted;
+        let mut result = self.run(&call_id, tool, &args, &cancel, permission, started).await;
+        let mut context = context;
+        if !self.hooks.is_empty() {
+            let outcome = Outcome { ok: result.ok, output: &result.output, error: result.error.as_ref() };
+            let post = self.hooks.post(self.hook_call(tool, &args, &call_id, &cancel), outcome).await;
+            context.extend(post.context);
+            result.halt |= post.halt;
+            if let Some(note) = &mut result.permission {
+                note.hooks.extend(post.notes);
+            }
+        }
+        result.append_context(&context, &self.native_redactor);
+        result.duration = started.elapsed();
+        result
+    }
+
+    async fn run(
+        &self,
+        call_id: &str,
+        tool: &Tool,
+        args: &Value,
+        cancel: &CancellationToken,
+        permission: PermissionNote,
+        started: Instant,
+    ) -> ToolResult {
+        let call_id = call_id.to_string();
+        let host_limits = self.limits();
         let (run, limits, redactor): (_, _, Option<&Redactor>) = match tool.runner() {
             Runner::Native(native) => {
                 // The same deadline and cancellation as a component's call.
                 let deadline = Deadline::after(host_limits.deadline_for(tool.spec().timeout_ms));
-                let ctx = NativeCall { call_id: &call_id, cancel: &call.cancel, deadline: deadline.at };
+                let ctx = NativeCall { call_id: &call_id, cancel, deadline: deadline.at };
                 let out = tokio::select! {
                     biased;
-                    _ = call.cancel.cancelled() => Err(CallError::new(codes::CANCELLED, "")),
+                    _ = cancel.cancelled() => Err(CallError::new(codes::CANCELLED, "")),
                     _ = tokio::time::sleep_until(deadline.at.into()) => Err(deadline.exceeded()),
-                    out = native.call(args, ctx) => out,
+                    out = native.call(args.clone(), ctx) => out,
                 };
                 let parts = out.map(|out| Parts {
                     content: out.content,
@@ -175,7 +274,7 @@ impl Host {
                 (parts, host_limits, redactor)
             }
             Runner::Wasm(plugin) => {
-                let out = self.run_wasm(plugin, tool.spec(), &args, &call_id, &call.cancel).await;
+                let out = self.run_wasm(plugin, tool.spec(), args, &call_id, cancel).await;
                 let redactor = plugin.redactor();
                 let parts = out.map_err(|e| redact_error(redactor, e)).map(|out| redact(redactor, out));
                 (parts, plugin.limits(), Some(redactor))
@@ -201,6 +300,7 @@ impl Host {
                 metadata: out.metadata,
                 permission: Some(permission),
                 omitted: out.omitted,
+                halt: false,
                 duration: started.elapsed(),
             },
             Err(err) => ToolResult::failed(self, call_id, err, limits, started).with_permission(permission),

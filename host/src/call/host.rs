@@ -8,6 +8,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
+use crate::hooks::Hooks;
 use crate::imports::exec::{ExecAccess, ExecRuntime};
 use crate::imports::fetch::{FetchClient, NetAccess, NetworkSettings};
 use crate::limits::Limits;
@@ -15,7 +16,7 @@ use crate::load::plugin::Plugin;
 use crate::load::registry::Registry;
 use crate::load::spec::ToolDefinition;
 use crate::output::OutputStore;
-use crate::policy::{Approver, Decision, Permissions, PolicyError, Rule};
+use crate::policy::{Approver, Decision, HookSays, Permissions, PolicyError, Rule};
 
 /// A tool host: build it once, then [`Host::execute`] calls concurrently.
 pub struct Host {
@@ -43,6 +44,8 @@ pub struct Host {
     /// Redacts what the host's own tools return: the builtins' granted values
     /// (less the ones `reveal` shows on purpose) and secret shapes.
     pub(crate) native_redactor: crate::policy::Redactor,
+    /// The policy's pre- and post-tool-use hooks, loaded.
+    pub(crate) hooks: Hooks,
 }
 
 impl Host {
@@ -112,7 +115,18 @@ impl Host {
     /// What the permissions say about a call to `tool` with `args`, without asking
     /// anyone.
     pub fn decide(&self, tool: &str, read_only: bool, args: &serde_json::Value) -> Decision {
-        self.permissions.read().unwrap_or_else(|e| e.into_inner()).decide(tool, read_only, args)
+        self.decide_hooked(tool, read_only, args, &HookSays::Nothing)
+    }
+
+    /// [`Host::decide`] with what the pre-tool-use hooks said.
+    pub(crate) fn decide_hooked(
+        &self,
+        tool: &str,
+        read_only: bool,
+        args: &serde_json::Value,
+        hook: &HookSays,
+    ) -> Decision {
+        self.permissions.read().unwrap_or_else(|e| e.into_inner()).decide_hooked(tool, read_only, args, hook)
     }
 
     pub(crate) fn approver(&self) -> Option<&Arc<dyn Approver>> {

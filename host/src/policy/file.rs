@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use super::env::EnvName;
 use super::exec::{RawBuiltins, RawExec, RawExecGrant, RawTest};
+use super::hooks::RawHook;
 use super::rules::Rule;
 use super::{LimitKey, LimitOverrides, Mode, PluginEntry, Policy, PolicyError, Sections};
 use crate::imports::fetch::HostPattern;
@@ -26,6 +27,8 @@ struct RawPolicy {
     exec: Option<RawExec>,
     #[serde(default)]
     tests: BTreeMap<Spanned<String>, RawTest>,
+    #[serde(default)]
+    hooks: Vec<RawHook>,
 }
 
 #[derive(Deserialize, Default)]
@@ -140,6 +143,8 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
     for (name, test) in &raw.tests {
         tests.push(test.parse(name.get_ref()).map_err(|(span, e)| at(span, e))?);
     }
+    let hooks =
+        raw.hooks.iter().map(|h| h.parse(base).map_err(|(span, e)| at(span, e))).collect::<Result<_, _>>()?;
     Ok(Policy {
         path: Some(path.to_path_buf()),
         private_path: None,
@@ -154,6 +159,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         builtins,
         exec: raw.exec.unwrap_or_default().parse(base),
         tests,
+        hooks,
     })
 }
 

@@ -31,7 +31,8 @@
 //! ```
 //!
 //! The builtins' variables and programs, child limits and test profiles are in
-//! [`exec`] (`[builtins]`, `[exec]`, `[tests.NAME]`).
+//! [`exec`] (`[builtins]`, `[exec]`, `[tests.NAME]`); pre- and post-tool-use hooks
+//! in [`hooks`] (`[[hooks]]`).
 //!
 //! Modules: `file` (parsing), [`sources`] (which files, trust, merging), [`trust`]
 //! (the config dir: private policies and trust records), [`rules`],
@@ -45,6 +46,7 @@ pub mod env;
 pub mod exec;
 mod file;
 pub mod grants;
+pub mod hooks;
 mod limits;
 pub mod permissions;
 pub mod redact;
@@ -58,6 +60,7 @@ pub use crate::error::PolicyError;
 pub use approver::{Approval, ApprovalRequest, Approver};
 pub use edit::{PluginEntryDraft, add_allow_rule, plugin_entry_toml, write_plugin_entry};
 pub use exec::{BuiltinsPolicy, TestProfile};
+pub use hooks::{HookAction, HookEntry, HookEvent};
 pub use limits::{LimitError, LimitKey, LimitOverrides};
 pub use permissions::{Decision, HookSays, Mode, Permissions};
 pub use redact::Redactor;
@@ -170,6 +173,8 @@ pub struct Policy {
     pub exec: crate::imports::exec::ExecSettings,
     /// What `run_tests` may run.
     pub tests: Vec<TestProfile>,
+    /// What runs before and after calls, in file order (project first).
+    pub hooks: Vec<HookEntry>,
 }
 
 impl Policy {

@@ -91,6 +91,10 @@ impl Policy {
             let names: Vec<&str> = self.tests.iter().map(|t| t.name.as_str()).collect();
             widens.push(format!("test profiles ({})", names.join(", ")));
         }
+        if !self.hooks.is_empty() {
+            let labels: Vec<String> = self.hooks.iter().map(|h| h.label()).collect();
+            widens.push(format!("hooks ({}: programs that run and may allow calls)", labels.join(", ")));
+        }
         widens
     }
 
@@ -129,6 +133,7 @@ impl Policy {
         self.protected.extend(private.protected);
         self.plugins.extend(private.plugins);
         self.tests.extend(private.tests);
+        self.hooks.extend(private.hooks);
         self.files.extend(private.files);
         Ok(self)
     }
@@ -224,6 +229,7 @@ mod tests {
             "[builtins]\nenv = [\"HOME\"]\n",
             "[exec]\nmax-children = 1\n",
             "[permissions]\nmode = \"accept-edits\"\n",
+            "[[hooks]]\nevent = \"pre-tool-use\"\nmatcher = \"*\"\ncommand = [\"true\"]\n",
         ] {
             std::fs::write(work.path().join(POLICY_FILE), widening).unwrap();
             assert!(Policy::discover_in(None, work.path(), Some(&config)).is_err(), "{widening}");

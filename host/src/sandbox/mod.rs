@@ -10,6 +10,7 @@
 //! The plugin is reached only through what instantiating it needs ([`Prepared`]).
 
 pub(crate) mod fdlimit;
+mod hook;
 pub(crate) mod pipe;
 mod store;
 
@@ -20,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::Trap;
 use wasmtime_wasi::I32Exit;
 
+pub(crate) use hook::run_hook;
 pub(crate) use store::{CallState, StoreSpec, linker};
 
 use crate::bindings::HostPluginPre;
@@ -28,13 +30,14 @@ use crate::error::{CallError, codes};
 use crate::limits::{Deadline, Limits};
 use pipe::CappedPipe;
 
-/// What instantiating a plugin takes, prepared once at load: the engine, the
-/// pre-linked component, its display name and the env every call of it sees.
-pub(crate) struct Prepared {
+/// What instantiating a component takes, prepared once at load: the engine, the
+/// pre-linked component (a plugin's by default, or a hook's), its display name and
+/// the env every call of it sees.
+pub(crate) struct Prepared<P = HostPluginPre<CallState>> {
     /// The engine it was compiled for.
     pub(crate) engine: wasmtime::Engine,
     /// The component, linked and type-checked against the host's imports.
-    pub(crate) pre: HostPluginPre<CallState>,
+    pub(crate) pre: P,
     /// The plugin's display name.
     pub(crate) name: Arc<str>,
     /// The environment granted to it.
@@ -83,16 +86,7 @@ pub(crate) async fn list_tools(
     limits: &Limits,
 ) -> Result<Vec<types::ToolSpec>, CallError> {
     let deadline = Deadline::after(limits.timeout.min(limits.max_timeout));
-    let spec = StoreSpec {
-        call_id: "load",
-        fs: Default::default(),
-        net: None,
-        exec: None,
-        fs_guard: crate::imports::wasi_fs::FsGuard::new(None, crate::limits::DEFAULT_OPEN_HANDLES),
-        limits,
-        deadline,
-    };
-    let (mut store, stderr) = store::new_store(prepared, spec)?;
+    let (mut store, stderr) = store::new_store(prepared, StoreSpec::bare("load", limits, deadline))?;
     let listing = bounded(deadline, None, async {
         let instance = prepared.pre.instantiate_async(&mut store).await?;
         instance.toolhost_plugin_tools().call_list_tools(&mut store).await
@@ -107,7 +101,7 @@ pub(crate) async fn list_tools(
 
 /// `run` until it ends, the deadline passes (`timeout`) or `cancel` fires
 /// (`cancelled`); dropping `run` drops the guest's instance with it.
-async fn bounded<T>(
+pub(super) async fn bounded<T>(
     deadline: Deadline,
     cancel: Option<&CancellationToken>,
     run: impl Future<Output = T>,
@@ -127,7 +121,7 @@ async fn bounded<T>(
 }
 
 /// Turn a trap into the code that names the limit (or the fault) behind it.
-fn classify_trap(
+pub(super) fn classify_trap(
     err: &wasmtime::Error,
     state: &CallState,
     limits: &Limits,

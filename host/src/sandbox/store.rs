@@ -36,6 +36,22 @@ pub(crate) struct StoreSpec<'a> {
     pub(crate) deadline: Deadline,
 }
 
+impl<'a> StoreSpec<'a> {
+    /// A store with no capability at all (a tool listing, a hook): no filesystem,
+    /// network or processes.
+    pub(crate) fn bare(call_id: &'a str, limits: &'a Limits, deadline: Deadline) -> Self {
+        Self {
+            call_id,
+            fs: FsAccess::default(),
+            net: None,
+            exec: None,
+            fs_guard: FsGuard::new(None, crate::limits::DEFAULT_OPEN_HANDLES),
+            limits,
+            deadline,
+        }
+    }
+}
+
 /// Per-store state: the WASI context, the memory cap, and every import's state.
 pub(crate) struct CallState {
     wasi: WasiCtx,
@@ -52,8 +68,8 @@ pub(crate) struct CallState {
 /// A fresh store for `prepared` as `spec` says, its guest's stderr (for trap
 /// messages), with fuel set and the guest yielding at every epoch tick (where the
 /// deadline and cancellation take effect).
-pub(crate) fn new_store(
-    prepared: &Prepared,
+pub(crate) fn new_store<P>(
+    prepared: &Prepared<P>,
     spec: StoreSpec<'_>,
 ) -> Result<(Store<CallState>, CappedPipe), CallError> {
     let limits = spec.limits;

@@ -107,8 +107,31 @@ fn mcp_tool(spec: &ToolSpec, open_world: bool) -> Tool {
 
 /// Success: the output as text, the metadata as `structuredContent` when it
 /// is an object (the protocol's shape for it). Failure: `code: message`,
-/// then any output after a blank line, with `isError: true`.
+/// then any output after a blank line, with `isError: true`. Either way, what the
+/// permissions and hooks decided is in `_meta["toolhost/permission"]`, and a hook's
+/// `halt` in `_meta["toolhost/halt"]` and a last line of text.
 fn call_tool_result(result: ToolResult) -> CallToolResult {
+    let mut meta = JsonObject::new();
+    if let Some(note) = &result.permission
+        && let Ok(value) = serde_json::to_value(note)
+    {
+        meta.insert("toolhost/permission".into(), value);
+    }
+    if result.halt {
+        meta.insert("toolhost/halt".into(), Value::Bool(true));
+    }
+    let halt = result.halt.then_some("\n\n[a hook asked for the turn to stop here]");
+    let mut out = tool_result(result);
+    if let Some(line) = halt {
+        out.content.push(ContentBlock::text(line.trim_start()));
+    }
+    if !meta.is_empty() {
+        out.meta = Some(rmcp::model::MetaObject(meta));
+    }
+    out
+}
+
+fn tool_result(result: ToolResult) -> CallToolResult {
     if result.ok {
         let mut out = CallToolResult::success(vec![ContentBlock::text(result.output)]);
         out.structured_content = result.metadata.filter(Value::is_object);
