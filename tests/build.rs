@@ -8,6 +8,7 @@ fn main() {
         ("toolhost-test-exec", "tests/guests/exec"),
         ("toolhost-fsprobe", "tests/guests/fsprobe"),
         ("toolhost-flood", "tests/guests/flood"),
+        ("toolhost-test-hook", "tests/guests/hook"),
     ];
     for (package, wasm) in toolhost_build::build_guests(&guests) {
         let var = format!("TOOLHOST_WASM_{}", package.replace('-', "_").to_uppercase());

@@ -170,3 +170,6 @@ pub fn is_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
 }
+
+/// The test hook component (`tests/guests/hook`, world `tool-hook`).
+pub const TEST_HOOK_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_HOOK");
