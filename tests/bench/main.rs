@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|examples|exec ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|examples|exec|hooks ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost::{EngineSettings, Host, HostPattern, Limits, NetworkSettings, ToolCall};
-use toolhost_tests::{EXEC_WASM, HOSTILE_WASM, NET_WASM, workspace_root};
+use toolhost_tests::{EXEC_WASM, HOSTILE_WASM, NET_WASM, TEST_HOOK_WASM, workspace_root};
 
 fn main() {
     // `cargo bench` passes `--bench`; the rest names what to run (all if none).
@@ -56,6 +56,9 @@ fn main() {
         }
         if wants("exec") {
             exec().await;
+        }
+        if wants("hooks") {
+            hooks().await;
         }
     });
     if wants("list") {
@@ -528,4 +531,61 @@ async fn exec() {
     }
     report("std::process::Command `true`, fork+exec", forked);
     report("std::process::Command `bash -c true`", direct("/bin/bash", &["-c", "true"]));
+}
+
+/// What a pre-tool-use hook adds to a call: `read_file` of a small file with no hook,
+/// with a command hook (`true`, confined like every child) and with a component
+/// hook (a fresh sandbox per call), measured in the same run.
+async fn hooks() {
+    use sha2::Digest;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("small.txt"), "x\n".repeat(500)).expect("write");
+    let wasm = std::fs::read(TEST_HOOK_WASM).expect("the test hook is built");
+    let sha = hex::encode(sha2::Sha256::digest(&wasm));
+    std::fs::write(dir.path().join("hook.wasm"), &wasm).expect("write");
+    let build = |policy: String| {
+        let path = dir.path().join("toolhost.toml");
+        std::fs::write(&path, policy).expect("write policy");
+        Host::builder()
+            .work_dir(dir.path())
+            .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+            .policy(toolhost::Policy::load(&path).expect("policy"))
+            .build()
+    };
+    let args = json!({"path": "small.txt"});
+    let plain = build(String::new()).await.expect("host builds");
+    let command =
+        build("[[hooks]]\nevent = \"pre-tool-use\"\nmatcher = \"read_file\"\ncommand = [\"true\"]\n".into())
+            .await
+            .expect("host builds");
+    let component = build(format!(
+        "[[hooks]]\nevent = \"pre-tool-use\"\nmatcher = \"read_file\"\ncomponent = \"hook.wasm\"\nsha256 = \"{sha}\"\n"
+    ))
+    .await
+    .expect("host builds");
+    let median = |mut s: Vec<Duration>| {
+        s.sort();
+        s[s.len() / 2]
+    };
+    // Interleaved, so the three see the same noise on a busy machine.
+    for host in [&plain, &command, &component] {
+        timed_calls_after(host, "read_file", args.clone(), 50, 1).await;
+    }
+    let (mut base, mut with_command, mut with_component) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..3000 {
+        base.extend(timed_calls_after(&plain, "read_file", args.clone(), 0, 1).await);
+        with_component.extend(timed_calls_after(&component, "read_file", args.clone(), 0, 1).await);
+        if i % 10 == 0 {
+            with_command.extend(timed_calls_after(&command, "read_file", args.clone(), 0, 1).await);
+        }
+    }
+    let (b, c, w) = (median(base.clone()), median(with_command.clone()), median(with_component.clone()));
+    report("read_file, no hook", base);
+    report("read_file + a command pre hook (`true`)", with_command);
+    report("read_file + a component pre hook", with_component);
+    println!(
+        "added per call (median): command hook {:.1?}, component hook {:.1?}",
+        c.saturating_sub(b),
+        w.saturating_sub(b)
+    );
 }

@@ -165,3 +165,66 @@ impl RawHook {
         Ok(HookEntry { event: self.event, matcher, action, timeout })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::policy::{HookAction, HookEvent, Policy};
+
+    fn parse(text: &str) -> Result<Policy, String> {
+        Policy::parse(text, std::path::Path::new("/p/toolhost.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn entries_parse_with_paths_from_the_policy_dir_and_a_default_timeout() {
+        let sha = "AB".to_string() + &"0".repeat(62);
+        let policy = parse(&format!(
+            "[[hooks]]\nevent = \"pre-tool-use\"\nmatcher = \"terminal(command=git push*)\"\ncommand = [\"./check\", \"-q\"]\n\
+             [[hooks]]\nevent = \"post-tool-use\"\nmatcher = \"*\"\ncommand = [\"jq\"]\ntimeout-ms = 250\n\
+             [[hooks]]\nevent = \"post-tool-use\"\nmatcher = \"write_file\"\ncomponent = \"h.wasm\"\nsha256 = \"{sha}\"\n"
+        ))
+        .unwrap();
+        let hooks = &policy.hooks;
+        assert_eq!(hooks.len(), 3);
+        assert_eq!(hooks[0].event, HookEvent::PreToolUse);
+        assert_eq!(hooks[0].action, HookAction::Command(vec!["/p/./check".into(), "-q".into()]));
+        assert_eq!(hooks[0].timeout, super::DEFAULT_HOOK_TIMEOUT);
+        assert_eq!(hooks[1].action, HookAction::Command(vec!["jq".into()]));
+        assert_eq!(hooks[1].timeout.as_millis(), 250);
+        assert_eq!(
+            hooks[2].action,
+            HookAction::Component { source: "/p/h.wasm".into(), sha256: sha.to_ascii_lowercase() }
+        );
+        assert_eq!(hooks[0].label(), "pre-tool-use[terminal(command=git push*)]");
+    }
+
+    #[test]
+    fn bad_entries_say_what_is_wrong_and_where() {
+        let sha = "0".repeat(64);
+        for (entry, needle) in [
+            ("event = \"before\"\nmatcher = \"*\"\ncommand = [\"x\"]", "unknown variant `before`"),
+            ("event = \"pre-tool-use\"\nmatcher = \"*(\"\ncommand = [\"x\"]", "hooks.matcher"),
+            ("event = \"pre-tool-use\"\nmatcher = \"*\"\ncommand = []", "hooks.command: empty"),
+            ("event = \"pre-tool-use\"\nmatcher = \"*\"", "give `command = [...]` or `component`"),
+            ("event = \"pre-tool-use\"\nmatcher = \"*\"\ncomponent = \"h.wasm\"", "give its `sha256` too"),
+            (
+                "event = \"pre-tool-use\"\nmatcher = \"*\"\ncomponent = \"h.wasm\"\nsha256 = \"xyz\"",
+                "not 64 hex digits",
+            ),
+            (
+                &format!(
+                    "event = \"pre-tool-use\"\nmatcher = \"*\"\ncommand = [\"x\"]\ncomponent = \"h.wasm\"\nsha256 = \"{sha}\""
+                ),
+                "not both",
+            ),
+            ("event = \"pre-tool-use\"\nmatcher = \"*\"\ncommand = [\"x\"]\ntimeout-ms = 0", "not in 1..="),
+            (
+                "event = \"pre-tool-use\"\nmatcher = \"*\"\ncommand = [\"x\"]\nwhen = 1",
+                "unknown field `when`",
+            ),
+        ] {
+            let err = parse(&format!("\n[[hooks]]\n{entry}\n")).unwrap_err();
+            assert!(err.contains(needle), "{entry}: {err}");
+            assert!(err.contains("/p/toolhost.toml"), "the error names the file: {err}");
+        }
+    }
+}
