@@ -436,3 +436,26 @@ fn clamp_bytes_cuts_what_the_model_reads() {
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["output"], "line 0\nline 1\nline 2\n");
 }
+
+#[test]
+fn call_json_shows_what_the_hooks_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let policy = elsewhere.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[hooks]]\nevent = \"pre-tool-use\"\nmatcher = \"write_file\"\n\
+         command = [\"sh\", \"-c\", \"cat >/dev/null; echo '{\\\"decision\\\": \\\"allow\\\", \\\"reason\\\": \\\"ok by the hook\\\"}'\"]\n",
+    )
+    .unwrap();
+    let (code, json) = call_json(
+        dir.path(),
+        "write_file",
+        r#"{"path": "a.txt", "content": "x"}"#,
+        &["--policy", policy.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{json}");
+    assert_eq!(json["permission"]["reason"], "hook allowed: ok by the hook", "{json}");
+    assert_eq!(json["permission"]["hooks"][0]["decision"], "allow", "{json}");
+    assert!(dir.path().join("a.txt").exists());
+}

@@ -361,3 +361,33 @@ async fn malformed_input_gets_errors_and_the_server_keeps_serving() {
     assert_eq!(result_text(&noop), "ok");
     raw.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hooks_run_under_serve_and_their_answers_are_in_the_result_meta() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("notes.txt"), "alpha\n").unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let policy = elsewhere.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[hooks]]\nevent = \"pre-tool-use\"\nmatcher = \"write_file\"\n\
+         command = [\"sh\", \"-c\", \"cat >/dev/null; echo not over MCP either >&2; exit 2\"]\n\
+         [[hooks]]\nevent = \"post-tool-use\"\nmatcher = \"read_file\"\n\
+         command = [\"sh\", \"-c\", \"cat >/dev/null; echo '{\\\"halt\\\": true, \\\"additional_context\\\": \\\"enough\\\"}'\"]\n",
+    )
+    .unwrap();
+    let client = client(work.path(), &["--policy", policy.to_str().unwrap(), "--mode", "yolo"]).await;
+    let denied = call(&client, "write_file", json!({"path": "a.txt", "content": "x"})).await;
+    assert_eq!(denied.is_error, Some(true));
+    let body = denied.content[0].as_text().unwrap().text.clone();
+    assert!(body.starts_with("permission_denied") && body.contains("not over MCP either"), "{body}");
+    let meta = denied.meta.as_ref().expect("_meta").0.clone();
+    assert_eq!(meta["toolhost/permission"]["hooks"][0]["decision"], "deny", "{meta:?}");
+    assert!(!work.path().join("a.txt").exists());
+    let read = call(&client, "read_file", json!({"path": "notes.txt"})).await;
+    assert_eq!(read.is_error, Some(false), "{read:?}");
+    assert!(read.content[0].as_text().unwrap().text.ends_with("[hook] enough"), "{read:?}");
+    let meta = read.meta.as_ref().expect("_meta").0.clone();
+    assert_eq!(meta["toolhost/halt"], true, "{meta:?}");
+    client.cancel().await.unwrap();
+}
