@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -28,10 +29,12 @@ pub(crate) struct RunTests {
     busy: tokio::sync::Mutex<()>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Which profile (optional when there is one).
     profile: Option<String>,
+    /// Passed as one extra argument to profiles that take a filter (a test name or pattern; it may not start with `-`).
     filter: Option<String>,
 }
 
@@ -77,7 +80,9 @@ impl RunTests {
 
 impl NativeTool for RunTests {
     fn spec(&self) -> ToolSpec {
-        let names: Vec<&str> = self.profiles.iter().map(|(p, _)| p.name.as_str()).collect();
+        let mut schema = super::args_schema::<Args>();
+        schema["properties"]["profile"]["enum"] =
+            self.profiles.iter().map(|(p, _)| p.name.as_str()).collect();
         let listing: Vec<String> = self
             .profiles
             .iter()
@@ -94,14 +99,7 @@ impl NativeTool for RunTests {
                  rather than terminal to run tests.",
                 listing.join("; ")
             ),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "profile": {"type": "string", "enum": names, "description": "Which profile (optional when there is one)."},
-                    "filter": {"type": "string", "description": "Passed as one extra argument to profiles that take a filter (a test name or pattern; it may not start with `-`)."}
-                },
-                "additionalProperties": false
-            }),
+            parameters: schema,
             read_only: false,
             destructive: false,
             timeout_ms: self.profiles.iter().map(|(p, _)| p.timeout.as_millis() as u32 + 5_000).max(),
