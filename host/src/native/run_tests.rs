@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 
 use super::{NativeCall, NativeOutput, NativeTool};
 use crate::error::{CallError, codes};
-use crate::imports::exec::{ExecGrant, ExecRuntime, SpawnRequest};
+use crate::imports::CallInfo;
+use crate::imports::exec::{ExecGrant, ExecRuntime, SpawnRequest, resolve_cwd};
 use crate::load::spec::ToolSpec;
 use crate::policy::TestProfile;
 
@@ -141,48 +142,27 @@ impl NativeTool for RunTests {
             let Some(work) = self.runtime.work_dir() else {
                 return Err(CallError::new(codes::BAD_CWD, "the host has no work dir to run tests in"));
             };
-            let cwd = work
-                .join(&profile.cwd)
-                .canonicalize()
-                .ok()
-                .filter(|c| c.starts_with(work))
-                .ok_or_else(|| {
-                    CallError::new(
-                        codes::BAD_CWD,
-                        format!("the profile's cwd {} is not a dir in the work dir", profile.cwd.display()),
-                    )
-                })?;
+            let cwd = resolve_cwd(work, &profile.cwd).map_err(|e| {
+                CallError::new(codes::BAD_CWD, format!("the profile `{}`: {e}", profile.name))
+            })?;
             let Ok(_turn) = self.busy.try_lock() else {
                 return Err(CallError::new(
                     codes::RUN_TESTS_BUSY,
                     "a test run is already in progress; wait for it to end",
                 ));
             };
-            let display = std::iter::once(profile.command.clone())
-                .chain(argv.iter().cloned())
-                .collect::<Vec<_>>()
-                .join(" ");
+            let info = CallInfo {
+                plugin: "run_tests".into(),
+                call_id: call.call_id.into(),
+                deadline: call.deadline,
+            };
+            let limits = &self.runtime.settings().limits;
+            let (program, arg0) = (program.clone(), profile.command.clone());
             let req = SpawnRequest {
-                program: program.clone(),
-                arg0: profile.command.clone(),
-                args: argv,
-                display,
-                cwd,
                 env: self.env.clone(),
-                stdin: None,
-                // End it before the call's deadline, so the log tail comes back.
-                timeout: profile.timeout.min(
-                    call.deadline
-                        .saturating_duration_since(std::time::Instant::now())
-                        .saturating_sub(std::time::Duration::from_millis(300)),
-                ),
-                max_output: self.runtime.settings().limits.output_bytes as usize,
                 merge_stderr: true,
                 writable: true,
-                unconfined: false,
-                commit: false,
-                started_by: "run_tests".into(),
-                call_id: call.call_id.to_string(),
+                ..SpawnRequest::new(program, arg0, argv, cwd, Some(profile.timeout), &info, limits)
             };
             let done = self
                 .runtime
