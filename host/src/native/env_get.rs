@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -19,10 +20,12 @@ pub(crate) struct EnvGet {
     pub(crate) reveal: Vec<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Exact variable names.
     names: Option<Vec<String>>,
+    /// Only names starting with this.
     prefix: Option<String>,
 }
 
@@ -50,14 +53,7 @@ impl NativeTool for EnvGet {
                 without either, lists every granted variable. Values of names that look like secrets \
                 (token, key, password, …) are masked as <redacted: N chars>."
                 .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "names": {"type": "array", "items": {"type": "string"}, "description": "Exact variable names."},
-                    "prefix": {"type": "string", "description": "Only names starting with this."}
-                },
-                "additionalProperties": false
-            }),
+            parameters: super::args_schema::<Args>(),
             read_only: true,
             destructive: false,
             timeout_ms: None,

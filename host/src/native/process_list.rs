@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -18,11 +19,13 @@ pub(crate) struct ProcessList {
     pub(crate) runtime: Arc<ExecRuntime>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Only the ones still running.
     #[serde(default)]
     running_only: bool,
+    /// Only commands containing this text.
     filter: Option<String>,
 }
 
@@ -35,14 +38,7 @@ impl NativeTool for ProcessList {
                 cancelled) and how long each ran. Running ones first, then the last 50 that ended. Other \
                 processes on the machine are never listed."
                 .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "running_only": {"type": "boolean", "description": "Only the ones still running."},
-                    "filter": {"type": "string", "description": "Only commands containing this text."}
-                },
-                "additionalProperties": false
-            }),
+            parameters: super::args_schema::<Args>(),
             read_only: true,
             destructive: false,
             timeout_ms: None,

@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -32,18 +33,28 @@ pub(crate) struct ReadOutput {
     pub(crate) clamp_bytes: usize,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The call id named in the cut output's marker.
     call_id: String,
+    /// Which part of the result: content (default), error, display or metadata.
     #[serde(default)]
+    // A plain string here: `spec` lists `Part::ALL` as its enum.
+    #[schemars(with = "String")]
     part: Part,
+    /// First line to show (1-based).
     #[serde(default = "one")]
+    #[schemars(range(min = 1))]
     offset: usize,
+    /// Byte of the first line to start at (0-based), to continue a long line.
     #[serde(default)]
     column: usize,
+    /// Most lines to show (default 200).
     #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = 2000))]
     limit: usize,
+    /// Regular expression: show only matching lines (Rust regex syntax).
     pattern: Option<String>,
 }
 
@@ -57,7 +68,8 @@ fn default_limit() -> usize {
 
 impl NativeTool for ReadOutput {
     fn spec(&self) -> ToolSpec {
-        let parts: Vec<&str> = Part::ALL.iter().map(|p| p.as_str()).collect();
+        let mut schema = super::args_schema::<Args>();
+        schema["properties"]["part"]["enum"] = Part::ALL.iter().map(|p| p.as_str()).collect();
         ToolSpec {
             name: READ_OUTPUT.into(),
             description: "Read the full text of an earlier tool call's result that was cut in the middle \
@@ -69,19 +81,7 @@ impl NativeTool for ReadOutput {
                 instead of re-running a command to see what was cut. Texts are kept in memory for a while; \
                 an evicted one says so."
                 .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "call_id": {"type": "string", "description": "The call id named in the cut output's marker."},
-                    "part": {"type": "string", "enum": parts, "description": "Which part of the result: content (default), error, display or metadata."},
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)."},
-                    "column": {"type": "integer", "minimum": 0, "description": "Byte of the first line to start at (0-based), to continue a long line."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Most lines to show (default 200)."},
-                    "pattern": {"type": "string", "description": "Regular expression: show only matching lines (Rust regex syntax)."}
-                },
-                "required": ["call_id"],
-                "additionalProperties": false
-            }),
+            parameters: schema,
             read_only: true,
             destructive: false,
             timeout_ms: None,

@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{NativeCall, NativeOutput, NativeTool};
 use crate::error::{CallError, codes};
-use crate::imports::exec::{ExecGrant, ExecRuntime, SpawnRequest};
+use crate::imports::CallInfo;
+use crate::imports::exec::{ExecGrant, ExecRuntime, SpawnRequest, resolve_cwd};
 use crate::load::spec::ToolSpec;
 use crate::policy::TestProfile;
 
@@ -28,10 +30,12 @@ pub(crate) struct RunTests {
     busy: tokio::sync::Mutex<()>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Which profile (optional when there is one).
     profile: Option<String>,
+    /// Passed as one extra argument to profiles that take a filter (a test name or pattern; it may not start with `-`).
     filter: Option<String>,
 }
 
@@ -77,7 +81,9 @@ impl RunTests {
 
 impl NativeTool for RunTests {
     fn spec(&self) -> ToolSpec {
-        let names: Vec<&str> = self.profiles.iter().map(|(p, _)| p.name.as_str()).collect();
+        let mut schema = super::args_schema::<Args>();
+        schema["properties"]["profile"]["enum"] =
+            self.profiles.iter().map(|(p, _)| p.name.as_str()).collect();
         let listing: Vec<String> = self
             .profiles
             .iter()
@@ -94,14 +100,7 @@ impl NativeTool for RunTests {
                  rather than terminal to run tests.",
                 listing.join("; ")
             ),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "profile": {"type": "string", "enum": names, "description": "Which profile (optional when there is one)."},
-                    "filter": {"type": "string", "description": "Passed as one extra argument to profiles that take a filter (a test name or pattern; it may not start with `-`)."}
-                },
-                "additionalProperties": false
-            }),
+            parameters: schema,
             read_only: false,
             destructive: false,
             timeout_ms: self.profiles.iter().map(|(p, _)| p.timeout.as_millis() as u32 + 5_000).max(),
@@ -143,48 +142,27 @@ impl NativeTool for RunTests {
             let Some(work) = self.runtime.work_dir() else {
                 return Err(CallError::new(codes::BAD_CWD, "the host has no work dir to run tests in"));
             };
-            let cwd = work
-                .join(&profile.cwd)
-                .canonicalize()
-                .ok()
-                .filter(|c| c.starts_with(work))
-                .ok_or_else(|| {
-                    CallError::new(
-                        codes::BAD_CWD,
-                        format!("the profile's cwd {} is not a dir in the work dir", profile.cwd.display()),
-                    )
-                })?;
+            let cwd = resolve_cwd(work, &profile.cwd).map_err(|e| {
+                CallError::new(codes::BAD_CWD, format!("the profile `{}`: {e}", profile.name))
+            })?;
             let Ok(_turn) = self.busy.try_lock() else {
                 return Err(CallError::new(
                     codes::RUN_TESTS_BUSY,
                     "a test run is already in progress; wait for it to end",
                 ));
             };
-            let display = std::iter::once(profile.command.clone())
-                .chain(argv.iter().cloned())
-                .collect::<Vec<_>>()
-                .join(" ");
+            let info = CallInfo {
+                plugin: "run_tests".into(),
+                call_id: call.call_id.into(),
+                deadline: call.deadline,
+            };
+            let limits = &self.runtime.settings().limits;
+            let (program, arg0) = (program.clone(), profile.command.clone());
             let req = SpawnRequest {
-                program: program.clone(),
-                arg0: profile.command.clone(),
-                args: argv,
-                display,
-                cwd,
                 env: self.env.clone(),
-                stdin: None,
-                // End it before the call's deadline, so the log tail comes back.
-                timeout: profile.timeout.min(
-                    call.deadline
-                        .saturating_duration_since(std::time::Instant::now())
-                        .saturating_sub(std::time::Duration::from_millis(300)),
-                ),
-                max_output: self.runtime.settings().limits.output_bytes as usize,
                 merge_stderr: true,
                 writable: true,
-                unconfined: false,
-                commit: false,
-                started_by: "run_tests".into(),
-                call_id: call.call_id.to_string(),
+                ..SpawnRequest::new(program, arg0, argv, cwd, Some(profile.timeout), &info, limits)
             };
             let done = self
                 .runtime

@@ -126,8 +126,8 @@ pub(super) struct RawExec {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct RawChildLimits {
     cpu_seconds: Option<u64>,
-    memory_mib: Option<u64>,
-    file_size_mib: Option<u64>,
+    memory_mib: Option<Spanned<u64>>,
+    file_size_mib: Option<Spanned<u64>>,
     processes: Option<u64>,
     output_bytes: Option<u64>,
 }
@@ -164,23 +164,39 @@ impl RawBuiltins {
 }
 
 impl RawExec {
-    pub(super) fn parse(&self, base: &Path) -> ExecSettings {
+    pub(super) fn parse(&self, base: &Path) -> Spanful<ExecSettings> {
         let defaults = ChildLimits::default();
         let l = &self.limits;
-        ExecSettings {
+        Ok(ExecSettings {
             max_children: self.max_children.unwrap_or(ExecSettings::default().max_children),
             path: self.path.iter().map(|p| base.join(p)).collect(),
             read_dirs: self.read_dirs.iter().map(|p| base.join(p)).collect(),
             cgroup_parent: None,
             limits: ChildLimits {
                 cpu_seconds: l.cpu_seconds.unwrap_or(defaults.cpu_seconds),
-                memory_bytes: l.memory_mib.map_or(defaults.memory_bytes, |m| m << 20),
-                file_size_bytes: l.file_size_mib.map_or(defaults.file_size_bytes, |m| m << 20),
+                memory_bytes: mib_bytes(l.memory_mib.as_ref(), "memory-mib")?
+                    .unwrap_or(defaults.memory_bytes),
+                file_size_bytes: mib_bytes(l.file_size_mib.as_ref(), "file-size-mib")?
+                    .unwrap_or(defaults.file_size_bytes),
                 processes: l.processes.unwrap_or(defaults.processes),
                 output_bytes: l.output_bytes.unwrap_or(defaults.output_bytes),
             },
-        }
+        })
     }
+}
+
+/// The bytes of `exec.limits.KEY = MIB`, refused when they do not fit in 64 bits.
+fn mib_bytes(mib: Option<&Spanned<u64>>, key: &str) -> Spanful<Option<u64>> {
+    let Some(mib) = mib else { return Ok(None) };
+    let value = *mib.get_ref();
+    let bytes = value.checked_mul(1 << 20).ok_or_else(|| {
+        let most = u64::MAX >> 20;
+        (
+            mib.span(),
+            format!("exec.limits.{key}: {value} MiB is more bytes than 64 bits hold (at most {most})"),
+        )
+    })?;
+    Ok(Some(bytes))
 }
 
 impl RawTest {
@@ -235,5 +251,23 @@ mod tests {
         assert!(!Policy::parse("", path).unwrap().builtins.exec.commit);
         let err = Policy::parse("[builtins]\nexec = { commit = \"yes\" }\n", path).unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("invalid type"), "{err}");
+    }
+
+    /// `memory-mib` and `file-size-mib` are multiplied by 2^20: a value whose bytes do
+    /// not fit in 64 bits is refused, naming the key and the value (it wrapped to a
+    /// small limit before, 2^50 MiB to 0 bytes).
+    #[test]
+    fn a_size_in_mib_too_large_for_bytes_is_refused() {
+        let path = Path::new("/nowhere/toolhost.toml");
+        for key in ["memory-mib", "file-size-mib"] {
+            let text = format!("[exec]\nlimits = {{ {key} = {} }}\n", 1u64 << 50);
+            let err = Policy::parse(&text, path).unwrap_err().to_string();
+            assert!(err.contains(&format!("exec.limits.{key}")), "{err}");
+            assert!(err.contains("1125899906842624") && err.contains("line 2"), "{err}");
+        }
+        let most = u64::MAX >> 20;
+        let text = format!("[exec]\nlimits = {{ memory-mib = {most}, file-size-mib = 1 }}\n");
+        let limits = Policy::parse(&text, path).unwrap().exec.limits;
+        assert_eq!((limits.memory_bytes, limits.file_size_bytes), (most << 20, 1 << 20));
     }
 }

@@ -139,6 +139,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         exec: raw.exec.is_some(),
     };
     let builtins = raw.builtins.unwrap_or_default().parse().map_err(|(span, e)| at(span, e))?;
+    let exec = raw.exec.unwrap_or_default().parse(base).map_err(|(span, e)| at(span, e))?;
     let mut tests = Vec::new();
     for (name, test) in &raw.tests {
         tests.push(test.parse(name.get_ref()).map_err(|(span, e)| at(span, e))?);
@@ -157,7 +158,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         protected,
         plugins,
         builtins,
-        exec: raw.exec.unwrap_or_default().parse(base),
+        exec,
         tests,
         hooks,
     })

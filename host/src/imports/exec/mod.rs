@@ -55,7 +55,7 @@
 //! `landlock` (the rulesets, and what a child may reach at all), `seccomp`,
 //! `mounts` (the child's root, planned in the parent), `protect_walk` and
 //! `protect_check` (protected paths before and after), [`cgroup`], `capture`
-//! (head + tail of a stream), [`spawn`] (one child, start to reaped), [`table`]
+//! (head + tail of a stream), `request` (what to run, and the cwd check), [`spawn`] (one child, start to reaped), [`table`]
 //! (what `process_list` shows), `host` (the WIT glue).
 
 mod capture;
@@ -67,6 +67,7 @@ mod landlock;
 mod mounts;
 mod protect_check;
 mod protect_walk;
+mod request;
 mod runtime;
 mod seccomp;
 pub(crate) mod spawn;
@@ -74,9 +75,9 @@ pub(crate) mod table;
 
 pub use grant::ExecGrant;
 pub(crate) use grant::ResolvedGrant;
+pub(crate) use request::{SpawnRequest, resolve_cwd};
 pub(crate) use runtime::ExecAccess;
 pub use runtime::ExecRuntime;
-pub(crate) use spawn::SpawnRequest;
 pub use table::{ProcessInfo, ProcessState};
 
 use std::path::PathBuf;

@@ -17,7 +17,6 @@
 
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -29,47 +28,11 @@ use super::capture::read_capped;
 use super::cgroup::ChildCgroup;
 use super::confine::{self, ChildSetup};
 use super::protect_check::Watch;
+use super::request::SpawnRequest;
 use super::table::{ProcessState, ProcessTable};
 
 /// How long the readers may drain the pipes after the tree was killed.
 const DRAIN: Duration = Duration::from_secs(2);
-
-/// What to run, fully resolved: the host checked the program, cwd and env already.
-#[derive(Debug, Clone)]
-pub(crate) struct SpawnRequest {
-    /// Absolute path of the program (symlinks resolved at load).
-    pub(crate) program: PathBuf,
-    /// What the program sees as its name (`argv[0]`): the name on the allow-list, so
-    /// a multi-call binary reached through a symlink (rustup's `cargo`, busybox)
-    /// still knows what it was asked to be.
-    pub arg0: String,
-    /// Its arguments.
-    pub(crate) args: Vec<String>,
-    /// The command as one line, for `process_list`.
-    pub(crate) display: String,
-    /// Working directory (inside the work dir).
-    pub(crate) cwd: PathBuf,
-    /// The whole environment besides the fixed variables.
-    pub(crate) env: Vec<(String, String)>,
-    /// Bytes for stdin (then closed); `None`: empty stdin.
-    pub(crate) stdin: Option<Vec<u8>>,
-    /// When to kill it.
-    pub(crate) timeout: Duration,
-    /// Bytes kept of each stream.
-    pub(crate) max_output: usize,
-    /// Send stderr into stdout's pipe.
-    pub(crate) merge_stderr: bool,
-    /// Whether it may write the work dir.
-    pub(crate) writable: bool,
-    /// Run without Landlock and namespaces (the grant said so).
-    pub(crate) unconfined: bool,
-    /// It may write repository data beneath a `.git` (the grant's `commit`).
-    pub(crate) commit: bool,
-    /// Who started it (plugin or tool), for `process_list`.
-    pub(crate) started_by: String,
-    /// The call it belongs to.
-    pub(crate) call_id: String,
-}
 
 /// How a child ended.
 #[derive(Debug, Clone)]

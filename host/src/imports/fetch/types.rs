@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::vet::VetError;
+use crate::error::codes;
 
 /// One request, as a plugin asks for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,28 +56,28 @@ pub struct FetchResponse {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FetchError {
     /// A private, loopback, link-local … target, or a local name.
-    #[error("blocked_url: {0}")]
+    #[error("{code}: {0}", code = codes::BLOCKED_URL)]
     BlockedUrl(String),
     /// Unparsable URL, or a scheme other than http/https.
-    #[error("invalid_url: {0}")]
+    #[error("{code}: {0}", code = codes::INVALID_URL)]
     InvalidUrl(String),
     /// The grant does not list the host.
-    #[error("host_not_allowed: {0}")]
+    #[error("{code}: {0}", code = codes::HOST_NOT_ALLOWED)]
     HostNotAllowed(String),
     /// A method other than the seven allowed.
-    #[error("method_not_allowed: {0}")]
+    #[error("{code}: {0}", code = codes::METHOD_NOT_ALLOWED)]
     MethodNotAllowed(String),
     /// More redirects than the limit.
-    #[error("too_many_redirects: {0}")]
+    #[error("{code}: {0}", code = codes::TOO_MANY_REDIRECTS)]
     TooManyRedirects(String),
     /// The time limit passed.
-    #[error("timeout: {0}")]
+    #[error("{code}: {0}", code = codes::TIMEOUT)]
     Timeout(String),
     /// The request body, its headers or the declared response size is over a limit.
-    #[error("too_large: {0}")]
+    #[error("{code}: {0}", code = codes::TOO_LARGE)]
     TooLarge(String),
     /// Resolving, connecting, TLS or the HTTP exchange failed.
-    #[error("transport: {0}")]
+    #[error("{code}: {0}", code = codes::TRANSPORT)]
     Transport(String),
 }
 
@@ -84,14 +85,14 @@ impl FetchError {
     /// The stable `snake_case` code (`blocked_url`, `timeout`, …).
     pub fn code(&self) -> &'static str {
         match self {
-            Self::BlockedUrl(_) => "blocked_url",
-            Self::InvalidUrl(_) => "invalid_url",
-            Self::HostNotAllowed(_) => "host_not_allowed",
-            Self::MethodNotAllowed(_) => "method_not_allowed",
-            Self::TooManyRedirects(_) => "too_many_redirects",
-            Self::Timeout(_) => "timeout",
-            Self::TooLarge(_) => "too_large",
-            Self::Transport(_) => "transport",
+            Self::BlockedUrl(_) => codes::BLOCKED_URL,
+            Self::InvalidUrl(_) => codes::INVALID_URL,
+            Self::HostNotAllowed(_) => codes::HOST_NOT_ALLOWED,
+            Self::MethodNotAllowed(_) => codes::METHOD_NOT_ALLOWED,
+            Self::TooManyRedirects(_) => codes::TOO_MANY_REDIRECTS,
+            Self::Timeout(_) => codes::TIMEOUT,
+            Self::TooLarge(_) => codes::TOO_LARGE,
+            Self::Transport(_) => codes::TRANSPORT,
         }
     }
 }

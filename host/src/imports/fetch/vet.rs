@@ -9,23 +9,25 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use url::{Host, Url};
 
+use crate::error::codes;
+
 /// Why a URL or address is refused. Codes map 1:1 to WIT fetch-error cases.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VetError {
     /// Not an absolute `http`/`https` URL with a well-formed host.
-    #[error("invalid_url: {0}")]
+    #[error("{code}: {0}", code = codes::INVALID_URL)]
     InvalidUrl(String),
     /// The host is a local name or a private, loopback, link-local, … address.
-    #[error("blocked_url: {0}")]
+    #[error("{code}: {0}", code = codes::BLOCKED_URL)]
     Blocked(String),
 }
 
 impl VetError {
-    /// The stable error code: `"invalid_url"` or `"blocked_url"`.
+    /// The stable error code: [`codes::INVALID_URL`] or [`codes::BLOCKED_URL`].
     pub fn code(&self) -> &'static str {
         match self {
-            Self::InvalidUrl(_) => "invalid_url",
-            Self::Blocked(_) => "blocked_url",
+            Self::InvalidUrl(_) => codes::INVALID_URL,
+            Self::Blocked(_) => codes::BLOCKED_URL,
         }
     }
 }

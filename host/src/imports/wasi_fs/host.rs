@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use wasmtime::component::Resource;
-use wasmtime_wasi::filesystem::{Descriptor, Dir as WasiDir, FsPerms, OpenMode};
+use wasmtime_wasi::filesystem::{Descriptor, Dir as WasiDir, FsPerms, OpenMode, WasiFilesystemCtxView};
 use wasmtime_wasi::p2::bindings::filesystem::preopens;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     self, DescriptorFlags, DescriptorType, DirectoryEntry, ErrorCode, HostDescriptor,
@@ -182,6 +182,26 @@ impl GuardedFs<'_> {
         })
     }
 
+    /// `op` on the real entry behind a lossily listed name `path` (see
+    /// [`Self::open_lossy`]), through a temporary read-only descriptor deleted after
+    /// it; `None` when `path` names no such entry (the caller runs the call as asked).
+    async fn on_lossy<T>(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: &str,
+        op: impl AsyncFnOnce(&mut WasiFilesystemCtxView<'_>, Resource<Descriptor>) -> FsResult<T>,
+    ) -> Option<FsResult<T>> {
+        let real = self.open_lossy(fd, path, path_flags.contains(PathFlags::SYMLINK_FOLLOW))?;
+        let tmp = match self.view.table.push(real) {
+            Ok(tmp) => tmp,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let done = op(&mut self.view, Resource::new_borrow(tmp.rep())).await;
+        let _ = self.view.table.delete(tmp);
+        Some(done)
+    }
+
     /// The entries of the directory `fd`, listed here: names that are not UTF-8
     /// arrive lossily instead of failing the listing.
     fn list(&mut self, fd: &Resource<Descriptor>) -> FsResult<Vec<DirectoryEntry>> {
@@ -331,14 +351,11 @@ impl HostDescriptor for GuardedFs<'_> {
         path_flags: PathFlags,
         path: String,
     ) -> FsResult<types::DescriptorStat> {
-        let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
-        if let Some(real) = self.open_lossy(&fd, &path, follow) {
-            let tmp = self.view.table.push(real)?;
-            let stat = HostDescriptor::stat(&mut self.view, Resource::new_borrow(tmp.rep())).await;
-            let _ = self.view.table.delete(tmp);
-            return stat;
+        let stat = async |view: &mut WasiFilesystemCtxView<'_>, real| HostDescriptor::stat(view, real).await;
+        match self.on_lossy(&fd, path_flags, &path, stat).await {
+            Some(stat) => stat,
+            None => HostDescriptor::stat_at(&mut self.view, fd, path_flags, path).await,
         }
-        HostDescriptor::stat_at(&mut self.view, fd, path_flags, path).await
     }
 
     async fn set_times_at(
@@ -513,14 +530,13 @@ impl HostDescriptor for GuardedFs<'_> {
         path_flags: PathFlags,
         path: String,
     ) -> FsResult<types::MetadataHashValue> {
-        let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
-        if let Some(real) = self.open_lossy(&fd, &path, follow) {
-            let tmp = self.view.table.push(real)?;
-            let hash = HostDescriptor::metadata_hash(&mut self.view, Resource::new_borrow(tmp.rep())).await;
-            let _ = self.view.table.delete(tmp);
-            return hash;
+        let hash = async |view: &mut WasiFilesystemCtxView<'_>, real| {
+            HostDescriptor::metadata_hash(view, real).await
+        };
+        match self.on_lossy(&fd, path_flags, &path, hash).await {
+            Some(hash) => hash,
+            None => HostDescriptor::metadata_hash_at(&mut self.view, fd, path_flags, path).await,
         }
-        HostDescriptor::metadata_hash_at(&mut self.view, fd, path_flags, path).await
     }
 }
 
