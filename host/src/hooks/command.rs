@@ -5,14 +5,20 @@
 //! denies with stderr as the reason, anything else is a failure.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::HookCall;
 use super::answer::{Answer, Input, Verdict, bound};
-use crate::imports::exec::{ExecRuntime, SpawnRequest};
+use crate::imports::CallInfo;
+use crate::imports::exec::{ChildLimits, ExecRuntime, SpawnRequest};
 use crate::policy::HookEntry;
 
 /// Bytes of each stream kept; an answer longer than this is garbage.
 const MAX_HOOK_OUTPUT: usize = 64 << 10;
+
+/// The request keeps a margin before its call's deadline; the hook's own timeout is
+/// what should end it.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(500);
 
 /// A hook's program, resolved at load.
 pub(super) struct CommandHook {
@@ -58,24 +64,26 @@ impl CommandHook {
         call: &HookCall<'_>,
         writable: bool,
     ) -> Result<Answer, String> {
-        let display = std::iter::once(self.arg0.as_str()).chain(self.args.iter().map(String::as_str));
-        let req = SpawnRequest {
-            program: self.program.clone(),
-            arg0: self.arg0.clone(),
-            args: self.args.clone(),
-            display: display.collect::<Vec<_>>().join(" "),
-            cwd: runtime.work_dir().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/")),
-            env: vec![("TOOLHOST_HOOK_EVENT".into(), entry.event.as_str().into())],
-            stdin: Some(input.json.to_string().into_bytes()),
-            timeout: entry.timeout,
-            max_output: MAX_HOOK_OUTPUT,
-            merge_stderr: false,
-            writable,
-            unconfined: false,
-            commit: false,
-            started_by: format!("hook {}", entry.label()),
-            call_id: call.call_id.to_string(),
+        let cwd = runtime.work_dir().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
+        let info = CallInfo {
+            plugin: format!("hook {}", entry.label()).into(),
+            call_id: call.call_id.into(),
+            deadline: Instant::now() + entry.timeout + DEADLINE_MARGIN,
         };
+        let limits =
+            ChildLimits { output_bytes: MAX_HOOK_OUTPUT as u64, ..runtime.settings().limits.clone() };
+        let mut req = SpawnRequest::new(
+            self.program.clone(),
+            self.arg0.clone(),
+            self.args.clone(),
+            cwd,
+            Some(entry.timeout),
+            &info,
+            &limits,
+        );
+        req.env = vec![("TOOLHOST_HOOK_EVENT".into(), entry.event.as_str().into())];
+        req.stdin = Some(input.json.to_string().into_bytes());
+        req.writable = writable;
         let done = runtime.run(req, call.cancel).await.map_err(|e| e.message().to_string())?;
         let ms = entry.timeout.as_millis();
         if done.cancelled {
