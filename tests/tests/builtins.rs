@@ -293,6 +293,26 @@ async fn grep_files_reports_paths_and_line_numbers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grep_files_literal_and_context_lines() {
+    let (host, dir) = builtin_host().await;
+    write(dir.path(), "a.txt", "one\ntwo\nx.y(z)\nfour\nfive\nsix\nxy(z)\n");
+
+    // A fixed string: `.` and `(` are not special (coerced from a string).
+    let r = ok(&host, "grep_files", json!({"pattern": "x.y(z)", "literal": "true"})).await;
+    assert_eq!(r.output, "a.txt:3:x.y(z)\n");
+    // Context lines are marked with `-`, and groups apart are separated.
+    let r = ok(&host, "grep_files", json!({"pattern": "y\\(z", "before": 1, "after": "1"})).await;
+    assert_eq!(r.output, "a.txt-2-two\na.txt:3:x.y(z)\na.txt-4-four\n--\na.txt-6-six\na.txt:7:xy(z)\n");
+    // A huge context is refused, not clamped silently.
+    let r = call(&host, "grep_files", json!({"pattern": "x", "after": 100000})).await;
+    assert_eq!(code(&r), "invalid_args");
+    // Refused by the host against the schema's range, or by the tool.
+    assert!(message(&r).contains("20"), "{}", message(&r));
+    let r = call(&host, "grep_files", json!({"pattern": "x", "before": -1})).await;
+    assert!(!r.ok);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn find_files_matches_globs_across_directories() {
     let (host, dir) = builtin_host().await;
     for f in ["lib.rs", "src/a.rs", "src/b.txt", "src/deep/er/c.rs", "target/skip.rs", ".git/x.rs"] {

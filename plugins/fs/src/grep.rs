@@ -1,42 +1,38 @@
-//! `grep_files`: lines matching a regular expression, across a tree.
-//!
-//! Speed matters here: each file is read whole into one reused buffer and
-//! the regex runs over the whole buffer; line numbers are computed only for
-//! matches, by counting newlines from the previous match. Non-matching lines
-//! are never visited one by one.
+//! `grep_files`: lines matching a regular expression or a fixed string,
+//! across a tree, with optional context lines. The search of one file is in
+//! [`crate::search`].
 
-use std::fs::{self, File};
-use std::io::Read;
-use std::path::Path;
+use std::fs;
 
-use regex::bytes::{Regex, RegexBuilder};
+use regex::bytes::RegexBuilder;
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name, quote_name_always};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError};
 
 use crate::find::Glob;
+use crate::search::Search;
 use crate::walk::{Kind, Walk};
 
 /// The tool description the model reads.
 pub const DESCRIPTION: &str = "Search file contents with a regular expression (Rust `regex` syntax: no \
-look-around or backreferences; `^` and `$` match at line starts and ends). Searches `path` (a file, or a \
-directory searched recursively; default the work directory), optionally only files whose name matches `glob` \
-(e.g. `*.rs`, `*.{ts,tsx}`; a glob with `/` matches the path relative to `path`). Prints one line per matching \
-line as `path:line_number:text`, paths relative to the work directory (a path with `:`, control or unusual \
-characters is shown double-quoted with backslash escapes), long lines cut to about 300 characters. At most `max_results` lines (default 100); the output says how many more matched. Binary files (a NUL byte in the \
-first 1 KiB) and files over 1 MiB are skipped and counted; symlinks are not followed; directories such as .git, \
-node_modules, target, dist, .venv and .cache are not searched unless given as `path`.";
+look-around or backreferences; `^` and `$` match at line starts and ends), or with `literal: true` for a fixed \
+string (no character special); `case_insensitive: true` ignores case. Searches `path` (a file, or a directory \
+searched recursively; default the work directory), optionally only files whose name matches `glob` (e.g. `*.rs`, \
+`*.{ts,tsx}`; a glob with `/` matches the path relative to `path`). Prints one line per matching line as \
+`path:line_number:text`, paths relative to the work directory (a path with `:`, control or unusual characters is \
+shown double-quoted with backslash escapes), long lines cut to about 300 characters. `before` / `after` (0 to 20) \
+add context lines, printed as `path-line_number-text`; overlapping contexts are merged and `--` separates groups \
+that are not adjacent. At most `max_results` matching lines (default 100; context lines not counted); the output \
+says how many more matched. Binary files (a NUL byte in the first 1 KiB) and files over 1 MiB are skipped and \
+counted; symlinks are not followed; directories such as .git, node_modules, target, dist, .venv and .cache are \
+not searched unless given as `path`.";
 
 /// Default `max_results`.
 pub const DEFAULT_MAX: usize = 100;
 /// Largest `max_results` allowed.
 pub const MAX_MAX: usize = 2000;
-/// Files larger than this are skipped.
-pub const MAX_FILE: u64 = 1024 * 1024;
-/// A NUL byte in this many leading bytes marks a file as binary.
-const BINARY_PROBE: usize = 1024;
-/// Matching lines longer than this (bytes) are cut around the match.
-const MAX_LINE: usize = 300;
+/// Largest `before` and `after` allowed.
+pub const MAX_CONTEXT: usize = 20;
 
 /// Arguments of `grep_files`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -58,6 +54,17 @@ pub struct Args {
     /// Match letters regardless of case. Default false.
     #[serde(default)]
     pub case_insensitive: bool,
+    /// Search `pattern` as a fixed string, not a regular expression (no character is special). Default false.
+    #[serde(default)]
+    pub literal: bool,
+    /// Lines of context to show before each matching line, 0 to 20. Default 0.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 20))]
+    pub before: usize,
+    /// Lines of context to show after each matching line, 0 to 20. Default 0.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 20))]
+    pub after: usize,
 }
 
 fn dot() -> String {
@@ -68,27 +75,19 @@ fn default_max() -> usize {
     DEFAULT_MAX
 }
 
-/// The state of one search.
-struct Search<'a> {
-    ctx: &'a Context,
-    re: Regex,
-    max: usize,
-    buf: Vec<u8>,
-    out: String,
-    matches: usize,
-    files_searched: usize,
-    files_matched: usize,
-    binary: usize,
-    large: usize,
-    unreadable: usize,
-}
-
 /// Run `grep_files`.
 pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     if !(1..=MAX_MAX).contains(&args.max_results) {
         return Err(ToolError::invalid_args(format!("max_results must be between 1 and {MAX_MAX}")));
     }
-    let re = RegexBuilder::new(&args.pattern)
+    if args.before > MAX_CONTEXT || args.after > MAX_CONTEXT {
+        return Err(ToolError::invalid_args(format!(
+            "before and after must be between 0 and {MAX_CONTEXT} (got before={}, after={})",
+            args.before, args.after
+        )));
+    }
+    let pattern = if args.literal { regex::escape(&args.pattern) } else { args.pattern.clone() };
+    let re = RegexBuilder::new(&pattern)
         .multi_line(true)
         .crlf(true)
         .case_insensitive(args.case_insensitive)
@@ -99,7 +98,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     let shown_root = ctx.show(&root);
     let meta = fs::metadata(&root).map_err(|e| ctx.io_error(&e, &root))?;
 
-    let mut search = Search::new(ctx, re, args.max_results);
+    let mut search = Search::new(ctx, re, args.max_results, args.before, args.after);
     let mut walk_note = None;
     let mut skipped_dirs = Vec::new();
     let mut unreadable_entries = 0;
@@ -157,7 +156,9 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     Ok(Output::text(out).with_metadata(json!({
         "path": ctx.display(&root),
         "pattern": args.pattern,
+        "literal": args.literal,
         "matches": search.matches,
+        "context_lines": search.context_lines,
         "shown": shown,
         "suppressed": suppressed,
         "files_searched": search.files_searched,
@@ -168,139 +169,6 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         "skipped_dirs": skipped_dirs,
         "unreadable_entries": unreadable_entries,
     })))
-}
-
-impl<'a> Search<'a> {
-    fn new(ctx: &'a Context, re: Regex, max: usize) -> Self {
-        Self {
-            ctx,
-            re,
-            max,
-            buf: Vec::new(),
-            out: String::new(),
-            matches: 0,
-            files_searched: 0,
-            files_matched: 0,
-            binary: 0,
-            large: 0,
-            unreadable: 0,
-        }
-    }
-
-    /// Search one file, counting it as skipped when it is binary, too large
-    /// or unreadable.
-    fn file(&mut self, path: &Path) {
-        let Ok(mut file) = File::open(path) else {
-            self.unreadable += 1;
-            return;
-        };
-        let Ok(meta) = file.metadata() else {
-            self.unreadable += 1;
-            return;
-        };
-        if meta.len() > MAX_FILE {
-            self.large += 1;
-            return;
-        }
-        // Read exactly the size seen by `stat`: no extra read to find the
-        // end, which counts when every call crosses the sandbox. (A file
-        // growing meanwhile is searched up to that size.)
-        let len = usize::try_from(meta.len()).unwrap_or(0);
-        self.buf.clear();
-        self.buf.resize(len, 0);
-        let mut filled = 0;
-        while filled < len {
-            match file.read(&mut self.buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    self.unreadable += 1;
-                    return;
-                }
-            }
-        }
-        self.buf.truncate(filled);
-        if self.buf[..self.buf.len().min(BINARY_PROBE)].contains(&0) {
-            self.binary += 1;
-            return;
-        }
-        self.files_searched += 1;
-        let before = self.matches;
-        self.scan(path);
-        if self.matches > before {
-            self.files_matched += 1;
-        }
-    }
-
-    /// Find the matching lines of the file in `self.buf`.
-    fn scan(&mut self, path: &Path) {
-        let buf = &self.buf;
-        let mut shown_path: Option<String> = None;
-        // `pos` is always the start of a line; `counted` is the start of
-        // the line numbered `line_no`.
-        let (mut pos, mut counted, mut line_no) = (0usize, 0usize, 1usize);
-        while pos <= buf.len() {
-            let Some(m) = self.re.find_at(buf, pos) else { break };
-            let start = m.start();
-            if start == buf.len() && (buf.is_empty() || buf.ends_with(b"\n")) {
-                // An empty match after the final newline is not a line.
-                break;
-            }
-            let line_start = buf[pos..start].iter().rposition(|&b| b == b'\n').map_or(pos, |i| pos + i + 1);
-            let line_end = buf[start..].iter().position(|&b| b == b'\n').map_or(buf.len(), |i| start + i);
-            line_no += buf[counted..line_start].iter().filter(|&&b| b == b'\n').count();
-            counted = line_start;
-            self.matches += 1;
-            if self.matches <= self.max {
-                let shown = shown_path.get_or_insert_with(|| prefix(self.ctx, path));
-                let text = snippet(&buf[line_start..line_end], start - line_start);
-                self.out.push_str(shown);
-                self.out.push(':');
-                self.out.push_str(&line_no.to_string());
-                self.out.push(':');
-                self.out.push_str(&text);
-                self.out.push('\n');
-            }
-            pos = line_end + 1;
-        }
-    }
-}
-
-/// `path` as the `path:line:` prefix shows it: by the shared quoting rule,
-/// and quoted also when it holds a `:`, so that the prefix always ends at
-/// the first `:` after the path (a file named `a:9:x` cannot pass for line
-/// 9 of `a`).
-fn prefix(ctx: &Context, path: &Path) -> String {
-    let shown = ctx.display(path);
-    if shown.contains(':') { quote_name_always(&shown) } else { quote_name(&shown).into_owned() }
-}
-
-/// The line as text for the model: without its `\r`, cut to about
-/// [`MAX_LINE`] bytes around the match (at `at`), `…` marking the cuts.
-fn snippet(line: &[u8], at: usize) -> String {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if line.len() <= MAX_LINE {
-        return String::from_utf8_lossy(line).into_owned();
-    }
-    let is_continuation = |b: u8| b & 0xC0 == 0x80;
-    let mut start = if at + 50 > MAX_LINE { at.saturating_sub(100).min(line.len()) } else { 0 };
-    while start < line.len() && is_continuation(line[start]) {
-        start += 1;
-    }
-    let mut end = (start + MAX_LINE).min(line.len());
-    while end < line.len() && end > start && is_continuation(line[end]) {
-        end -= 1;
-    }
-    let mut text = String::with_capacity(end - start + 8);
-    if start > 0 {
-        text.push('…');
-    }
-    text.push_str(&String::from_utf8_lossy(&line[start..end]));
-    if end < line.len() {
-        text.push('…');
-    }
-    text
 }
 
 #[cfg(test)]
@@ -326,6 +194,9 @@ mod tests {
             glob: String::new(),
             max_results: DEFAULT_MAX,
             case_insensitive: false,
+            literal: false,
+            before: 0,
+            after: 0,
         }
     }
 
@@ -387,7 +258,7 @@ mod tests {
     #[test]
     fn skips_binary_and_large_files() {
         let mut large = b"needle\n".to_vec();
-        large.resize(MAX_FILE as usize + 1, b'a');
+        large.resize(crate::search::MAX_FILE as usize + 1, b'a');
         let mut late_nul = b"needle\n".to_vec();
         late_nul.resize(2000, b'a');
         late_nul.push(0);
@@ -437,6 +308,36 @@ mod tests {
     }
 
     #[test]
+    fn literal_searches_a_fixed_string() {
+        let (_d, ctx) = setup(&[("f", b"a.b(c)\naxbc\n[x]*\n")]);
+        assert_eq!(
+            results(&grep(&ctx, args("a.b(c)"))),
+            ["f:2:axbc"],
+            "regex: `.` is any character, `(c)` a group"
+        );
+        assert_eq!(results(&grep(&ctx, Args { literal: true, ..args("a.b(c)") })), ["f:1:a.b(c)"]);
+        // Text that is not a valid regex is fine as a literal.
+        assert_eq!(results(&grep(&ctx, Args { literal: true, ..args("[x]*") })), ["f:3:[x]*"]);
+        let out = grep(&ctx, Args { literal: true, case_insensitive: true, ..args("A.B(C)") });
+        assert_eq!(results(&out), ["f:1:a.b(c)"]);
+        assert_eq!(out.metadata.unwrap()["literal"], true);
+    }
+
+    #[test]
+    fn context_through_the_tool_and_its_bounds() {
+        let (_d, ctx) = setup(&[("a", b"1\n2\nhit\n4\n"), ("b", b"hit\n2\n")]);
+        let out = grep(&ctx, Args { before: 1, after: 1, ..args("hit") });
+        assert_eq!(out.content, "a-2-2\na:3:hit\na-4-4\n--\nb:1:hit\nb-2-2\n");
+        assert_eq!(out.metadata.unwrap()["context_lines"], 3);
+        for (before, after) in [(MAX_CONTEXT + 1, 0), (0, 1_000_000), (usize::MAX, usize::MAX)] {
+            let err = run(Args { before, after, ..args("hit") }, &ctx).unwrap_err();
+            assert_eq!(err.code, codes::INVALID_ARGS);
+            assert!(err.message.contains("between 0 and 20"), "{}", err.message);
+        }
+        assert!(run(Args { before: MAX_CONTEXT, after: MAX_CONTEXT, ..args("hit") }, &ctx).is_ok());
+    }
+
+    #[test]
     fn long_lines_are_cut_around_the_match() {
         let line = format!("{}NEEDLE{}\n", "a".repeat(1000), "b".repeat(1000));
         let (_d, ctx) = setup(&[("min.js", line.as_bytes())]);
@@ -445,7 +346,6 @@ mod tests {
         assert!(hit.starts_with("min.js:1:…a"), "{hit}");
         assert!(hit.contains("NEEDLE") && hit.ends_with("b…"), "{hit}");
         assert!(hit.len() < 330, "{}", hit.len());
-        assert_eq!(snippet("é".repeat(400).as_bytes(), 0).chars().filter(|&c| c == '\u{fffd}').count(), 0);
     }
 
     #[test]
@@ -484,7 +384,7 @@ mod tests {
         assert_eq!(results(&out), ["\"bad\\u{fffd}.txt\":1:needle too", "ok.txt:1:needle"]);
         // In the sandbox such a name arrives decoded lossily and does not
         // open: the file is counted, the search goes on.
-        let mut search = Search::new(&ctx, Regex::new("needle").unwrap(), DEFAULT_MAX);
+        let mut search = Search::new(&ctx, regex::bytes::Regex::new("needle").unwrap(), DEFAULT_MAX, 0, 0);
         search.file(&d.path().join("bad\u{fffd}.txt"));
         search.file(&d.path().join("ok.txt"));
         assert_eq!((search.unreadable, search.matches), (1, 1));

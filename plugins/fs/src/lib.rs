@@ -31,6 +31,7 @@ pub mod list;
 pub mod paths;
 pub mod read;
 pub mod readdir;
+pub mod search;
 pub mod walk;
 pub mod write;
 
