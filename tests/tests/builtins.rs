@@ -331,6 +331,40 @@ async fn find_files_matches_globs_across_directories() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn walks_honour_gitignore_files_unless_asked_not_to() {
+    let (host, dir) = builtin_host().await;
+    write(dir.path(), ".gitignore", "*.gen.rs\n/out/\n");
+    write(dir.path(), "src/.ignore", "!kept.gen.rs\n");
+    for f in ["src/a.rs", "src/b.gen.rs", "src/kept.gen.rs", "out/c.rs", "lib.gen.rs"] {
+        write(dir.path(), f, "needle\n");
+    }
+    let r = ok(&host, "find_files", json!({"pattern": "*.rs"})).await;
+    let found: Vec<&str> = r.output.lines().filter(|l| !l.starts_with('[')).collect();
+    assert_eq!(found, ["src/a.rs", "src/kept.gen.rs"], "{}", r.output);
+    assert!(r.output.contains("3 entries ignored by .gitignore/.ignore"), "{}", r.output);
+    let r = ok(&host, "find_files", json!({"pattern": "*.rs", "include_ignored": "true"})).await;
+    assert_eq!(r.metadata.unwrap()["total"], 5, "{}", r.output);
+
+    let r = ok(&host, "grep_files", json!({"pattern": "needle", "literal": true})).await;
+    assert_eq!(r.metadata.unwrap()["files_searched"], 4, "{}", r.output); // with the two ignore files
+    let r = ok(&host, "grep_files", json!({"pattern": "needle", "include_ignored": true})).await;
+    assert_eq!(r.metadata.unwrap()["files_searched"], 7, "{}", r.output);
+
+    let r = ok(&host, "list_dir", json!({"depth": 2})).await;
+    assert!(!r.output.contains("out/") && !r.output.contains("b.gen.rs"), "{}", r.output);
+    assert!(r.output.contains("kept.gen.rs"), "{}", r.output);
+
+    // A .gitignore that ignores everything leaves nothing, and says so.
+    write(dir.path(), ".gitignore", "*\n");
+    let r = ok(&host, "find_files", json!({"pattern": "*"})).await;
+    assert!(r.output.starts_with("No files match"), "{}", r.output);
+    assert!(r.output.contains("ignored by .gitignore"), "{}", r.output);
+    // `../` in a path argument is still refused.
+    let r = call(&host, "find_files", json!({"pattern": "*", "path": "../", "include_ignored": true})).await;
+    assert_eq!(code(&r), "path_escape");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_dir_shows_a_tree_to_the_requested_depth() {
     let (host, dir) = builtin_host().await;
     write(dir.path(), "Cargo.toml", "0123456789");

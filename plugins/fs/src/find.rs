@@ -17,7 +17,9 @@ pattern without `/` matches file names at any depth (`*.rs` is the same as `**/*
 the path relative to `path` (default: the work directory), where `*` stays within one directory and `**` crosses \
 directories. Returns matching files (not directories), sorted, as paths relative to the work directory; at most \
 `max_results` (default 200), and says how many more there were. Symlinks are not followed, and directories such as \
-.git, node_modules, target, dist, .venv and .cache are not searched unless given as `path`. Paths with control or \
+.git, node_modules, target, dist, .venv and .cache are not searched unless given as `path`; entries that \
+`.gitignore` / `.ignore` files in `path` and below ignore are left out and counted (`include_ignored: true` \
+includes them). Paths with control or \
 unusual characters are shown double-quoted with backslash escapes; entries that cannot be read are counted.";
 
 /// Default `max_results`.
@@ -39,6 +41,9 @@ pub struct Args {
     #[serde(default = "default_max")]
     #[schemars(range(min = 1, max = 5000))]
     pub max_results: usize,
+    /// Also show entries that `.gitignore` and `.ignore` files ignore. Default false.
+    #[serde(default)]
+    pub include_ignored: bool,
 }
 
 fn dot() -> String {
@@ -101,7 +106,8 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     if !meta.is_dir() {
         return Err(ToolError::new(codes::NOT_A_DIRECTORY, format!("{shown_root} is not a directory")));
     }
-    let mut walk = Walk::new(&root, usize::MAX).map_err(|e| ctx.io_error(&e, &root))?;
+    let mut walk =
+        Walk::with_ignored(&root, usize::MAX, args.include_ignored).map_err(|e| ctx.io_error(&e, &root))?;
     let mut found: Vec<String> = walk
         .by_ref()
         .filter(|e| matches!(e.kind, Kind::File | Kind::Symlink))
@@ -139,6 +145,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         "shown": found.len(),
         "skipped_dirs": walk.skipped_names(),
         "unreadable_entries": walk.unreadable_entries(),
+        "ignored_entries": walk.ignored(),
     })))
 }
 
@@ -168,7 +175,10 @@ mod tests {
     }
 
     fn find(ctx: &Context, pattern: &str, path: &str, max: usize) -> Result<Output, ToolError> {
-        run(Args { pattern: pattern.into(), path: path.into(), max_results: max }, ctx)
+        run(
+            Args { pattern: pattern.into(), path: path.into(), max_results: max, include_ignored: false },
+            ctx,
+        )
     }
 
     fn lines(out: &Output) -> Vec<&str> {
@@ -266,6 +276,23 @@ mod tests {
             ]
         );
         assert!(!out.content.contains('\x1b'), "{}", out.content);
+    }
+
+    #[test]
+    fn gitignored_files_are_left_out_unless_asked_for() {
+        let (dir, ctx) = setup();
+        fs::write(dir.path().join(".gitignore"), "deep/\n").unwrap();
+        fs::write(dir.path().join("web/.ignore"), "*.tsx\n").unwrap();
+        let out = find(&ctx, "*", ".", DEFAULT_MAX).unwrap();
+        assert_eq!(lines(&out), [".gitignore", "a.rs", "src/b.rs", "web/.ignore", "web/x.ts"]);
+        assert!(out.content.contains("2 entries ignored by .gitignore/.ignore"), "{}", out.content);
+        assert_eq!(out.metadata.unwrap()["ignored_entries"], 2);
+        let all = run(
+            Args { pattern: "*".into(), path: ".".into(), max_results: DEFAULT_MAX, include_ignored: true },
+            &ctx,
+        )
+        .unwrap();
+        assert_eq!(lines(&all).len(), 8, "{}", all.content);
     }
 
     #[cfg(unix)]

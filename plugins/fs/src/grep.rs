@@ -25,7 +25,8 @@ add context lines, printed as `path-line_number-text`; overlapping contexts are 
 that are not adjacent. At most `max_results` matching lines (default 100; context lines not counted); the output \
 says how many more matched. Binary files (a NUL byte in the first 1 KiB) and files over 1 MiB are skipped and \
 counted; symlinks are not followed; directories such as .git, node_modules, target, dist, .venv and .cache are \
-not searched unless given as `path`.";
+not searched unless given as `path`, nor files that `.gitignore` / `.ignore` files in `path` and below ignore \
+(counted; `include_ignored: true` searches them).";
 
 /// Default `max_results`.
 pub const DEFAULT_MAX: usize = 100;
@@ -65,6 +66,9 @@ pub struct Args {
     #[serde(default)]
     #[schemars(range(min = 0, max = 20))]
     pub after: usize,
+    /// Also show entries that `.gitignore` and `.ignore` files ignore. Default false.
+    #[serde(default)]
+    pub include_ignored: bool,
 }
 
 fn dot() -> String {
@@ -102,8 +106,10 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     let mut walk_note = None;
     let mut skipped_dirs = Vec::new();
     let mut unreadable_entries = 0;
+    let mut ignored_entries = 0;
     if meta.is_dir() {
-        let mut walk = Walk::new(&root, usize::MAX).map_err(|e| ctx.io_error(&e, &root))?;
+        let mut walk = Walk::with_ignored(&root, usize::MAX, args.include_ignored)
+            .map_err(|e| ctx.io_error(&e, &root))?;
         for entry in walk.by_ref() {
             if entry.kind != Kind::File {
                 continue;
@@ -118,6 +124,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         walk_note = walk.note();
         skipped_dirs = walk.skipped_names();
         unreadable_entries = walk.unreadable_entries();
+        ignored_entries = walk.ignored();
     } else if meta.is_file() {
         search.file(&root);
     } else {
@@ -168,6 +175,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         "unreadable": search.unreadable,
         "skipped_dirs": skipped_dirs,
         "unreadable_entries": unreadable_entries,
+        "ignored_entries": ignored_entries,
     })))
 }
 
@@ -197,6 +205,7 @@ mod tests {
             literal: false,
             before: 0,
             after: 0,
+            include_ignored: false,
         }
     }
 
@@ -305,6 +314,22 @@ mod tests {
         );
         let out = grep(&ctx, args("absent"));
         assert_eq!(out.content, "No matches for `absent` in . (1 file searched).\n");
+    }
+
+    #[test]
+    fn gitignored_files_are_not_searched_unless_asked_for() {
+        let (_d, ctx) = setup(&[
+            (".gitignore", b"*.gen\n"),
+            ("a.gen", b"needle\n"),
+            ("sub/.gitignore", b"!b.gen\n"),
+            ("sub/b.gen", b"needle\n"),
+            ("c.rs", b"needle\n"),
+        ]);
+        let out = grep(&ctx, args("needle"));
+        assert_eq!(results(&out), ["sub/b.gen:1:needle", "c.rs:1:needle"]);
+        assert_eq!(out.metadata.unwrap()["ignored_entries"], 1);
+        let out = grep(&ctx, Args { include_ignored: true, ..args("needle") });
+        assert_eq!(results(&out), ["sub/b.gen:1:needle", "a.gen:1:needle", "c.rs:1:needle"]);
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod du;
 pub mod edit;
 pub mod find;
 pub mod grep;
+pub mod ignores;
 pub mod list;
 pub mod paths;
 pub mod read;

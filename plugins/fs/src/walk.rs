@@ -3,7 +3,9 @@
 //! before files and each group sorted by name, never following symlinks,
 //! and skipping directories that are almost never what the model wants
 //! (`.git`, `node_modules`, `target`, ...) unless asked to walk everything
-//! ([`Walk::everything`], for `disk_usage`).
+//! ([`Walk::everything`], for `disk_usage`). Entries ignored by `.gitignore`
+//! and `.ignore` files are left out and counted ([`Walk::ignored`]; see
+//! [`crate::ignores`]) unless asked for ([`Walk::including_ignored`]).
 //!
 //! One bad entry never fails a walk: an entry whose name or type cannot be
 //! read (see [`readdir`]) is left out and counted
@@ -14,7 +16,9 @@ use std::ffi::OsString;
 #[cfg(test)]
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
+use crate::ignores::{self, IGNORE_FILES, Rules};
 use crate::readdir;
 pub use crate::readdir::Kind;
 
@@ -46,11 +50,16 @@ impl Entry {
 /// ([`Walk::unreadable_entries`]) are counted and the walk goes on.
 #[derive(Debug)]
 pub struct Walk {
-    /// Entries still to yield, the next one last.
-    stack: Vec<Entry>,
+    /// Entries still to yield, the next one last, each with the ignore
+    /// rules in force in its directory.
+    stack: Vec<(Entry, Option<Rc<Rules>>)>,
     max_depth: usize,
     /// Directory names not entered below the root.
     skip: &'static [&'static str],
+    /// Whether `.gitignore` and `.ignore` files are read and obeyed.
+    honour_ignores: bool,
+    /// Entries left out by ignore files.
+    ignored: usize,
     /// Skipped directory names (one per directory skipped).
     skipped: Vec<String>,
     unreadable: usize,
@@ -59,30 +68,71 @@ pub struct Walk {
 
 impl Walk {
     /// Walk below `root` down to `max_depth` (1 = the root's entries only),
-    /// not entering the [`SKIP_DIRS`]. Fails only when `root` itself cannot
-    /// be read.
+    /// not entering the [`SKIP_DIRS`] and leaving out what `.gitignore` and
+    /// `.ignore` files in `root` and below ignore. Fails only when `root`
+    /// itself cannot be read.
     pub fn new(root: &Path, max_depth: usize) -> std::io::Result<Self> {
-        Self::start(root, max_depth, SKIP_DIRS)
+        Self::start(root, max_depth, SKIP_DIRS, true)
+    }
+
+    /// Like [`Walk::new`], but not reading ignore files (the [`SKIP_DIRS`]
+    /// are still skipped).
+    pub fn including_ignored(root: &Path, max_depth: usize) -> std::io::Result<Self> {
+        Self::start(root, max_depth, SKIP_DIRS, false)
+    }
+
+    /// [`Walk::new`], or [`Walk::including_ignored`] when `include_ignored`.
+    pub fn with_ignored(root: &Path, max_depth: usize, include_ignored: bool) -> std::io::Result<Self> {
+        Self::start(root, max_depth, SKIP_DIRS, !include_ignored)
     }
 
     /// Like [`Walk::new`], but entering every directory, [`SKIP_DIRS`]
-    /// included (symlinks are still not followed).
+    /// included, and reading no ignore files (symlinks are still not
+    /// followed).
     pub fn everything(root: &Path, max_depth: usize) -> std::io::Result<Self> {
-        Self::start(root, max_depth, &[])
+        Self::start(root, max_depth, &[], false)
     }
 
-    fn start(root: &Path, max_depth: usize, skip: &'static [&'static str]) -> std::io::Result<Self> {
+    fn start(
+        root: &Path,
+        max_depth: usize,
+        skip: &'static [&'static str],
+        honour_ignores: bool,
+    ) -> std::io::Result<Self> {
         let mut walk = Self {
             stack: Vec::new(),
             max_depth,
             skip,
+            honour_ignores,
+            ignored: 0,
             skipped: Vec::new(),
             unreadable: 0,
             unreadable_entries: 0,
         };
-        let children = read_sorted(root, 1)?;
-        walk.push_children(children);
+        walk.enter(root, 1, None)?;
         Ok(walk)
+    }
+
+    /// Read `dir` (its entries at `depth`) and stack its children, with the
+    /// ignore rules in force there (`parent`'s and its own).
+    fn enter(&mut self, dir: &Path, depth: usize, parent: Option<Rc<Rules>>) -> std::io::Result<()> {
+        let (children, unreadable) = read_sorted(dir, depth)?;
+        let rules = if self.honour_ignores {
+            let present: Vec<&str> = IGNORE_FILES
+                .into_iter()
+                .filter(|n| children.iter().any(|c| c.kind == Kind::File && c.name() == *n))
+                .collect();
+            ignores::enter(dir, parent, &present)
+        } else {
+            None
+        };
+        self.push_children((children, unreadable), rules);
+        Ok(())
+    }
+
+    /// How many entries were left out by `.gitignore` and `.ignore` files.
+    pub fn ignored(&self) -> usize {
+        self.ignored
     }
 
     /// How many directories were skipped because of their name.
@@ -121,6 +171,12 @@ impl Walk {
                 self.skipped_names().join(", ")
             ));
         }
+        if self.ignored > 0 {
+            parts.push(format!(
+                "{} ignored by .gitignore/.ignore; pass include_ignored: true to see them",
+                crate::count(self.ignored, "entry", "entries")
+            ));
+        }
         if self.unreadable > 0 {
             parts.push(format!(
                 "{} could not be read",
@@ -136,7 +192,7 @@ impl Walk {
         (!parts.is_empty()).then(|| format!("[{}]", parts.join("; ")))
     }
 
-    fn push_children(&mut self, (children, unreadable): (Vec<Entry>, usize)) {
+    fn push_children(&mut self, (children, unreadable): (Vec<Entry>, usize), rules: Option<Rc<Rules>>) {
         self.unreadable_entries += unreadable;
         // Last pushed is yielded first: push in reverse order.
         for child in children.into_iter().rev() {
@@ -144,7 +200,11 @@ impl Walk {
                 self.skipped.push(child.name());
                 continue;
             }
-            self.stack.push(child);
+            if ignores::is_ignored(rules.as_deref(), &child.path, child.kind == Kind::Dir) {
+                self.ignored += 1;
+                continue;
+            }
+            self.stack.push((child, rules.clone()));
         }
     }
 }
@@ -153,12 +213,12 @@ impl Iterator for Walk {
     type Item = Entry;
 
     fn next(&mut self) -> Option<Entry> {
-        let entry = self.stack.pop()?;
-        if entry.kind == Kind::Dir && entry.depth < self.max_depth {
-            match read_sorted(&entry.path, entry.depth + 1) {
-                Ok(children) => self.push_children(children),
-                Err(_) => self.unreadable += 1,
-            }
+        let (entry, rules) = self.stack.pop()?;
+        if entry.kind == Kind::Dir
+            && entry.depth < self.max_depth
+            && self.enter(&entry.path, entry.depth + 1, rules).is_err()
+        {
+            self.unreadable += 1;
         }
         Some(entry)
     }
@@ -269,7 +329,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut walk = Walk::new(dir.path(), 1).unwrap();
         assert_eq!(walk.note(), None);
-        walk.push_children((Vec::new(), 2));
+        walk.push_children((Vec::new(), 2), None);
         walk.unreadable = 1;
         assert_eq!(walk.unreadable_entries(), 2);
         assert_eq!(
@@ -290,6 +350,57 @@ mod tests {
         let entries: Vec<Entry> = Walk::new(r, usize::MAX).unwrap().collect();
         let names: Vec<String> = entries.iter().map(Entry::name).collect();
         assert_eq!(names, ["d\u{fffd}", "in.txt", "ok.txt"]);
+    }
+
+    #[test]
+    fn ignore_files_leave_entries_out_below_their_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        for f in
+            ["a.log", "keep.rs", "build/out.rs", "sub/x.tmp", "sub/y.rs", "sub/deep/z.tmp", "other/x.tmp"]
+        {
+            fs::create_dir_all(r.join(f).parent().unwrap()).unwrap();
+            fs::write(r.join(f), "").unwrap();
+        }
+        fs::write(r.join(".gitignore"), "*.log\nbuild/\n").unwrap();
+        fs::write(r.join("sub/.ignore"), "*.tmp\n").unwrap();
+        let mut walk = Walk::new(r, usize::MAX).unwrap();
+        let seen: Vec<String> =
+            walk.by_ref().map(|e| e.path.strip_prefix(r).unwrap().display().to_string()).collect();
+        assert_eq!(
+            seen,
+            ["other", "other/x.tmp", "sub", "sub/deep", "sub/.ignore", "sub/y.rs", ".gitignore", "keep.rs"]
+        );
+        assert_eq!(walk.ignored(), 4);
+        assert!(walk.note().unwrap().contains("4 entries ignored by .gitignore/.ignore"));
+        let all = names(Walk::including_ignored(r, usize::MAX).unwrap(), r);
+        assert_eq!(all.len(), 13, "{all:?}");
+        assert_eq!(names(Walk::everything(r, usize::MAX).unwrap(), r), all);
+    }
+
+    #[test]
+    fn an_ignore_file_that_ignores_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::create_dir_all(r.join("src")).unwrap();
+        fs::write(r.join("src/a.rs"), "").unwrap();
+        fs::write(r.join(".gitignore"), "*\n").unwrap();
+        let mut walk = Walk::new(r, usize::MAX).unwrap();
+        assert_eq!(walk.by_ref().count(), 0);
+        assert_eq!(walk.ignored(), 2, "src and the .gitignore itself");
+        // Walking inside an ignored directory by name still works: only
+        // files in the walked root and below are read.
+        assert_eq!(names(Walk::new(&r.join("src"), usize::MAX).unwrap(), &r.join("src")), ["a.rs"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_ignore_file_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::write(r.join("rules"), "*\n").unwrap();
+        std::os::unix::fs::symlink("rules", r.join(".gitignore")).unwrap();
+        assert_eq!(names(Walk::new(r, usize::MAX).unwrap(), r), [".gitignore", "rules"]);
     }
 
     #[test]

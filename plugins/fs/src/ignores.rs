@@ -1,0 +1,126 @@
+//! `.gitignore` and `.ignore` files for the walk: the rules of a directory's
+//! ignore files apply to everything below it, a nested file's rules after
+//! (over) its parents', and in one directory `.ignore` over `.gitignore` (as
+//! ripgrep does). Git's syntax and semantics, by the `ignore` crate's
+//! [`Gitignore`]: `*.log`, `/build` (anchored to the file's directory),
+//! `dir/` (directories only), `!keep.log` (re-include), `**`.
+//!
+//! Only ignore files in the walked root and below are read; an ignored
+//! directory is not entered, so nothing inside it can be re-included. Each
+//! file is read up to [`MAX_IGNORE_FILE`] bytes; a line that is not a valid
+//! glob is left out, the rest still apply.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::rc::Rc;
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+/// The ignore files read in each directory, the later one winning.
+pub const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
+/// Bytes read of one ignore file at most.
+pub const MAX_IGNORE_FILE: u64 = 256 * 1024;
+
+/// The ignore rules in force in one directory: its own and its parents'.
+#[derive(Debug)]
+pub struct Rules {
+    here: Gitignore,
+    parent: Option<Rc<Rules>>,
+}
+
+/// The rules in force in `dir`: `parent`'s, plus those of the ignore files
+/// `dir` holds (`present`: the names of its regular files among
+/// [`IGNORE_FILES`]). A file that cannot be read adds nothing.
+pub fn enter(dir: &Path, parent: Option<Rc<Rules>>, present: &[&str]) -> Option<Rc<Rules>> {
+    if present.is_empty() {
+        return parent;
+    }
+    let mut builder = GitignoreBuilder::new(dir);
+    for name in IGNORE_FILES.iter().filter(|n| present.contains(n)) {
+        let path = dir.join(name);
+        let Ok(file) = File::open(&path) else { continue };
+        let mut bytes = Vec::new();
+        if file.take(MAX_IGNORE_FILE).read_to_end(&mut bytes).is_err() {
+            continue;
+        }
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            // A bad line is left out; the others still apply.
+            let _ = builder.add_line(Some(path.clone()), line);
+        }
+    }
+    match builder.build() {
+        Ok(here) if !here.is_empty() => Some(Rc::new(Rules { here, parent })),
+        _ => parent,
+    }
+}
+
+/// Is `path` (a directory when `is_dir`) ignored by `rules`? The innermost
+/// directory with a rule for it decides.
+pub fn is_ignored(rules: Option<&Rules>, path: &Path, is_dir: bool) -> bool {
+    let mut at = rules;
+    while let Some(rules) = at {
+        let m = rules.here.matched(path, is_dir);
+        if m.is_ignore() {
+            return true;
+        }
+        if m.is_whitelist() {
+            return false;
+        }
+        at = rules.parent.as_deref();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(dir: &Path, gitignore: &str, ignore: Option<&str>) -> Option<Rc<Rules>> {
+        std::fs::write(dir.join(".gitignore"), gitignore).unwrap();
+        let mut present = vec![".gitignore"];
+        if let Some(text) = ignore {
+            std::fs::write(dir.join(".ignore"), text).unwrap();
+            present.push(".ignore");
+        }
+        enter(dir, None, &present)
+    }
+
+    #[test]
+    fn gitignore_semantics() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let rules = rules(r, "# comment\n*.log\n!keep.log\n/build\nout/\n[bad\n", None);
+        let ignored = |p: &str, is_dir| is_ignored(rules.as_deref(), &r.join(p), is_dir);
+        assert!(ignored("x.log", false) && ignored("a/b/y.log", false));
+        assert!(!ignored("keep.log", false), "re-included");
+        assert!(ignored("build", true) && !ignored("a/build", true), "anchored");
+        assert!(ignored("out", true) && !ignored("out", false), "directories only");
+        assert!(!ignored("src.rs", false) && !ignored("# comment", false));
+    }
+
+    #[test]
+    fn nested_rules_apply_below_and_override() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let top = rules(r, "*.tmp\n", None);
+        std::fs::create_dir(r.join("sub")).unwrap();
+        std::fs::write(r.join("sub/.gitignore"), "!wanted.tmp\n*.rs\n").unwrap();
+        let sub = enter(&r.join("sub"), top.clone(), &[".gitignore"]);
+        assert!(is_ignored(sub.as_deref(), &r.join("sub/x.tmp"), false));
+        assert!(!is_ignored(sub.as_deref(), &r.join("sub/wanted.tmp"), false));
+        assert!(is_ignored(sub.as_deref(), &r.join("sub/a.rs"), false));
+        assert!(!is_ignored(top.as_deref(), &r.join("a.rs"), false), "not above its dir");
+    }
+
+    #[test]
+    fn dot_ignore_wins_and_unreadable_files_add_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let rules = rules(r, "*.md\n", Some("!README.md\n"));
+        assert!(!is_ignored(rules.as_deref(), &r.join("README.md"), false));
+        assert!(is_ignored(rules.as_deref(), &r.join("other.md"), false));
+        assert!(enter(&r.join("missing"), None, &[".gitignore"]).is_none());
+        assert!(enter(r, None, &[]).is_none());
+    }
+}
