@@ -365,6 +365,43 @@ async fn walks_honour_gitignore_files_unless_asked_not_to() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn find_files_filters_by_type_time_and_depth() {
+    let (host, dir) = builtin_host().await;
+    for f in ["top.rs", "src/a.rs", "src/deep/b.rs"] {
+        write(dir.path(), f, "");
+    }
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("..", dir.path().join("src/up")).unwrap();
+    let found = |r: &ToolResult| -> Vec<String> {
+        r.output.lines().filter(|l| !l.starts_with('[')).map(String::from).collect()
+    };
+    let r = ok(&host, "find_files", json!({"pattern": "*", "type": "dir"})).await;
+    assert_eq!(found(&r), ["src", "src/deep"], "the symlink loop is not entered: {}", r.output);
+    let r = ok(&host, "find_files", json!({"pattern": "*.rs", "max_depth": "2"})).await;
+    assert_eq!(found(&r), ["src/a.rs", "top.rs"]);
+    let r = ok(&host, "find_files", json!({"pattern": "*.rs", "modified_since": 1})).await;
+    assert_eq!(found(&r).len(), 3, "{}", r.output);
+    let r = ok(&host, "find_files", json!({"pattern": "*.rs", "modified_since": 253_402_300_799_i64})).await;
+    assert!(r.output.starts_with("No files match"), "{}", r.output);
+    #[cfg(unix)]
+    {
+        let r = ok(&host, "find_files", json!({"pattern": "*", "type": "symlink"})).await;
+        assert_eq!(found(&r), ["src/up"]);
+    }
+    for bad in [
+        json!({"pattern": "*", "type": "folder"}),
+        json!({"pattern": "*", "modified_since": -1}),
+        json!({"pattern": "*", "modified_since": 1_700_000_000_000_i64}),
+        json!({"pattern": "*", "max_depth": 0}),
+        json!({"pattern": "*", "max_depth": 100_000}),
+        json!({"pattern": "*", "path": "src/../../", "type": "dir"}),
+    ] {
+        let r = call(&host, "find_files", bad.clone()).await;
+        assert!(matches!(code(&r), "invalid_args" | "path_escape"), "{bad}: {:?}", r.error);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_dir_shows_a_tree_to_the_requested_depth() {
     let (host, dir) = builtin_host().await;
     write(dir.path(), "Cargo.toml", "0123456789");

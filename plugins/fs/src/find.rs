@@ -9,13 +9,16 @@ use serde::Deserialize;
 use serde_json::json;
 use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes, quote_name};
 
-use crate::walk::{Kind, Walk};
+use crate::filters::Filters;
+use crate::walk::Walk;
 
 /// The tool description the model reads.
 pub const DESCRIPTION: &str = "Find files by glob pattern, e.g. `**/*.rs`, `src/**/test_*.py`, `*.{ts,tsx}`. A \
 pattern without `/` matches file names at any depth (`*.rs` is the same as `**/*.rs`); a pattern with `/` matches \
 the path relative to `path` (default: the work directory), where `*` stays within one directory and `**` crosses \
-directories. Returns matching files (not directories), sorted, as paths relative to the work directory; at most \
+directories. Returns matching files and symlinks (`type`: `file`, `dir` or `symlink` for only one kind), only \
+those modified at or after `modified_since` (unix seconds) when given, at most `max_depth` levels below `path` \
+(default 1000); sorted, as paths relative to the work directory; at most \
 `max_results` (default 200), and says how many more there were. Symlinks are not followed, and directories such as \
 .git, node_modules, target, dist, .venv and .cache are not searched unless given as `path`; entries that \
 `.gitignore` / `.ignore` files in `path` and below ignore are left out and counted (`include_ignored: true` \
@@ -26,6 +29,8 @@ unusual characters are shown double-quoted with backslash escapes; entries that 
 pub const DEFAULT_MAX: usize = 200;
 /// Largest `max_results` allowed.
 pub const MAX_MAX: usize = 5000;
+/// Largest `max_depth` allowed.
+pub const MAX_DEPTH: usize = 1000;
 
 /// Arguments of `find_files`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -44,10 +49,24 @@ pub struct Args {
     /// Also show entries that `.gitignore` and `.ignore` files ignore. Default false.
     #[serde(default)]
     pub include_ignored: bool,
+    /// Only entries of this type: `file`, `dir` or `symlink`. Default: files and symlinks.
+    #[serde(default, rename = "type")]
+    pub kind: String,
+    /// Only entries modified at or after this time, in unix seconds (e.g. 1735689600 for 2025-01-01T00:00:00Z). Default 0: any time.
+    #[serde(default)]
+    pub modified_since: i64,
+    /// How many levels below `path` to search, 1 to 1000 (1: only its own entries). Default 1000.
+    #[serde(default = "default_depth")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub max_depth: usize,
 }
 
 fn dot() -> String {
     ".".to_string()
+}
+
+fn default_depth() -> usize {
+    MAX_DEPTH
 }
 
 fn default_max() -> usize {
@@ -100,6 +119,15 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         return Err(ToolError::invalid_args(format!("max_results must be between 1 and {MAX_MAX}")));
     }
     let glob = Glob::new(&args.pattern)?;
+    let filters = Filters::new(&args.kind, args.modified_since)?;
+    let max_depth = match args.max_depth {
+        depth @ 1..=MAX_DEPTH => depth,
+        depth => {
+            return Err(ToolError::invalid_args(format!(
+                "max_depth must be between 1 and {MAX_DEPTH}, not {depth}"
+            )));
+        }
+    };
     let root = ctx.resolve(&args.path)?;
     let shown_root = ctx.show(&root);
     let meta = fs::metadata(&root).map_err(|e| ctx.io_error(&e, &root))?;
@@ -107,11 +135,12 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         return Err(ToolError::new(codes::NOT_A_DIRECTORY, format!("{shown_root} is not a directory")));
     }
     let mut walk =
-        Walk::with_ignored(&root, usize::MAX, args.include_ignored).map_err(|e| ctx.io_error(&e, &root))?;
+        Walk::with_ignored(&root, max_depth, args.include_ignored).map_err(|e| ctx.io_error(&e, &root))?;
     let mut found: Vec<String> = walk
         .by_ref()
-        .filter(|e| matches!(e.kind, Kind::File | Kind::Symlink))
+        .filter(|e| filters.kind_matches(e))
         .filter(|e| e.path.strip_prefix(&root).is_ok_and(|rel| glob.is_match(rel)))
+        .filter(|e| filters.time_matches(e))
         .map(|e| ctx.display(&e.path))
         .collect();
     found.sort_unstable();
@@ -175,10 +204,19 @@ mod tests {
     }
 
     fn find(ctx: &Context, pattern: &str, path: &str, max: usize) -> Result<Output, ToolError> {
-        run(
-            Args { pattern: pattern.into(), path: path.into(), max_results: max, include_ignored: false },
-            ctx,
-        )
+        run(Args { max_results: max, ..args(pattern, path) }, ctx)
+    }
+
+    fn args(pattern: &str, path: &str) -> Args {
+        Args {
+            pattern: pattern.into(),
+            path: path.into(),
+            max_results: DEFAULT_MAX,
+            include_ignored: false,
+            kind: String::new(),
+            modified_since: 0,
+            max_depth: MAX_DEPTH,
+        }
     }
 
     fn lines(out: &Output) -> Vec<&str> {
@@ -287,12 +325,42 @@ mod tests {
         assert_eq!(lines(&out), [".gitignore", "a.rs", "src/b.rs", "web/.ignore", "web/x.ts"]);
         assert!(out.content.contains("2 entries ignored by .gitignore/.ignore"), "{}", out.content);
         assert_eq!(out.metadata.unwrap()["ignored_entries"], 2);
-        let all = run(
-            Args { pattern: "*".into(), path: ".".into(), max_results: DEFAULT_MAX, include_ignored: true },
-            &ctx,
-        )
-        .unwrap();
+        let all = run(Args { include_ignored: true, ..args("*", ".") }, &ctx).unwrap();
         assert_eq!(lines(&all).len(), 8, "{}", all.content);
+    }
+
+    #[test]
+    fn type_time_and_depth_filters() {
+        let (_dir, ctx) = setup();
+        let only = |a: Args| lines(&run(a, &ctx).unwrap()).into_iter().map(String::from).collect::<Vec<_>>();
+        assert_eq!(only(Args { kind: "dir".into(), ..args("*", ".") }), ["src", "src/deep", "web"]);
+        assert_eq!(only(Args { kind: "dir".into(), ..args("src/*", ".") }), ["src/deep"]);
+        assert_eq!(only(Args { kind: "file".into(), max_depth: 1, ..args("*", ".") }), ["a.rs"]);
+        assert_eq!(only(Args { max_depth: 2, ..args("*.rs", ".") }), ["a.rs", "src/b.rs"]);
+        assert_eq!(only(Args { modified_since: 1, ..args("*.rs", "src") }), ["src/b.rs", "src/deep/c.rs"]);
+        let out = run(Args { modified_since: 253_402_300_799, ..args("*", ".") }, &ctx).unwrap();
+        assert!(out.content.starts_with("No files match"), "{}", out.content);
+        for bad in [
+            Args { kind: "folder".into(), ..args("*", ".") },
+            Args { modified_since: -5, ..args("*", ".") },
+            Args { modified_since: i64::MAX, ..args("*", ".") },
+            Args { max_depth: 0, ..args("*", ".") },
+            Args { max_depth: MAX_DEPTH + 1, ..args("*", ".") },
+        ] {
+            assert_eq!(run(bad, &ctx).unwrap_err().code, codes::INVALID_ARGS);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlink_type_and_a_symlink_loop() {
+        let (dir, ctx) = setup();
+        std::os::unix::fs::symlink(".", dir.path().join("src/loop")).unwrap();
+        std::os::unix::fs::symlink("a.rs", dir.path().join("alias.rs")).unwrap();
+        let out = run(Args { kind: "symlink".into(), ..args("*", ".") }, &ctx).unwrap();
+        assert_eq!(lines(&out), ["alias.rs", "src/loop"]);
+        let out = run(Args { kind: "dir".into(), ..args("*", ".") }, &ctx).unwrap();
+        assert_eq!(lines(&out), ["src", "src/deep", "web"], "the loop is not entered");
     }
 
     #[cfg(unix)]

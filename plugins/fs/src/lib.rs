@@ -25,6 +25,7 @@ use toolhost_guest::{Tool, tool};
 
 pub mod du;
 pub mod edit;
+pub mod filters;
 pub mod find;
 pub mod grep;
 pub mod ignores;
