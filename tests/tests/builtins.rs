@@ -402,6 +402,31 @@ async fn find_files_filters_by_type_time_and_depth() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tree_shows_directories_with_counts_bounded() {
+    let (host, dir) = builtin_host().await;
+    for f in ["Cargo.toml", "src/main.rs", "src/cli/args.rs", "node_modules/m/i.js", "gen/x.rs"] {
+        write(dir.path(), f, "");
+    }
+    write(dir.path(), ".gitignore", "gen/\n");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(".", dir.path().join("src/loop")).unwrap();
+    let r = ok(&host, "tree", json!({})).await;
+    assert!(r.output.starts_with("./ (1 dir, 2 files)\n  src/ (1 dir, "), "{}", r.output);
+    assert!(r.output.contains("    cli/ (1 file)\n"), "{}", r.output);
+    assert!(!r.output.contains("node_modules/") && !r.output.contains("gen/"), "{}", r.output);
+    assert!(r.output.contains("skipped 1 directory by name (node_modules)"), "{}", r.output);
+    let r = ok(&host, "tree", json!({"files": "true", "depth": 8, "max_entries": 2})).await;
+    assert!(r.output.contains("[… "), "{}", r.output);
+    assert_eq!(r.metadata.unwrap()["shown"], 2);
+    let r = ok(&host, "tree", json!({"include_ignored": true, "depth": 1})).await;
+    assert!(r.output.contains("  gen/ (1 file)"), "{}", r.output);
+    for bad in [json!({"depth": 0}), json!({"depth": 9}), json!({"max_entries": 1_000_000})] {
+        assert_eq!(code(&call(&host, "tree", bad).await), "invalid_args");
+    }
+    assert_eq!(code(&call(&host, "tree", json!({"path": "src/../.."})).await), "path_escape");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_dir_shows_a_tree_to_the_requested_depth() {
     let (host, dir) = builtin_host().await;
     write(dir.path(), "Cargo.toml", "0123456789");
@@ -433,7 +458,7 @@ async fn the_builtins_declare_their_effects() {
     // The host grants a read-only preopen to the tools declared read-only.
     let (host, _dir) = builtin_host().await;
     let effects: Vec<(&str, bool, bool)> =
-        ["edit_file", "find_files", "grep_files", "list_dir", "read_file", "write_file"]
+        ["edit_file", "find_files", "grep_files", "list_dir", "read_file", "tree", "write_file"]
             .into_iter()
             .map(|name| {
                 let spec = host.registry().get(name).unwrap_or_else(|| panic!("no builtin {name}")).spec();
@@ -448,6 +473,7 @@ async fn the_builtins_declare_their_effects() {
             ("grep_files", true, false),
             ("list_dir", true, false),
             ("read_file", true, false),
+            ("tree", true, false),
             ("write_file", false, true),
         ]
     );

@@ -1,5 +1,6 @@
 //! The builtin filesystem tools of toolhost: `read_file`, `write_file`,
-//! `edit_file`, `list_dir`, `find_files`, `grep_files` and `disk_usage`.
+//! `edit_file`, `list_dir`, `find_files`, `grep_files`, `disk_usage` and
+//! `tree`.
 //!
 //! Every path the model passes is resolved inside the work directory with
 //! [`Context::resolve`]; the WASI sandbox (a preopen of the work dir) is the
@@ -34,6 +35,7 @@ pub mod paths;
 pub mod read;
 pub mod readdir;
 pub mod search;
+pub mod tree;
 pub mod walk;
 pub mod write;
 
@@ -47,6 +49,7 @@ pub fn tools() -> Vec<Tool> {
         tool("find_files", find::DESCRIPTION, find::run).read_only(),
         tool("grep_files", grep::DESCRIPTION, grep::run).read_only(),
         tool("disk_usage", du::DESCRIPTION, du::run).read_only(),
+        tool("tree", tree::DESCRIPTION, tree::run).read_only(),
     ]
 }
 
@@ -130,8 +133,8 @@ mod tests {
     }
 
     #[test]
-    fn seven_tools() {
-        assert_eq!(tools().len(), 7);
+    fn eight_tools() {
+        assert_eq!(tools().len(), 8);
     }
 
     /// Every property has one plain `type` (the host coerces by it) and a
@@ -147,6 +150,7 @@ mod tests {
             ("find_files", schema_for!(find::Args)),
             ("grep_files", schema_for!(grep::Args)),
             ("disk_usage", schema_for!(du::Args)),
+            ("tree", schema_for!(tree::Args)),
         ];
         for (tool, schema) in schemas {
             let schema = schema.to_value();
