@@ -32,16 +32,12 @@ pub const MAX_WALK: usize = 1_000_000;
 #[serde(deny_unknown_fields)]
 pub struct Args {
     /// The directory whose entries to measure, relative to the work directory. Default ".", the work directory.
-    #[serde(default = "dot")]
+    #[serde(default = "crate::dot")]
     pub path: String,
     /// How many entries to list, largest first, 1 to 1000. Default 50.
     #[serde(default = "default_max_entries")]
     #[schemars(range(min = 1, max = 1000))]
     pub max_entries: usize,
-}
-
-fn dot() -> String {
-    ".".to_string()
 }
 
 fn default_max_entries() -> usize {

@@ -1,13 +1,12 @@
 //! `find_files`: files whose path matches a glob; and the glob rule shared
 //! with `grep_files`.
 
-use std::fs;
 use std::path::Path;
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes, quote_name};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name};
 
 use crate::filters::Filters;
 use crate::walk::Walk;
@@ -40,7 +39,7 @@ pub struct Args {
     /// Glob pattern, e.g. `**/*.rs` or `*.{js,ts}`. Without a `/` it matches file names at any depth.
     pub pattern: String,
     /// Directory to search, relative to the work directory. Default ".".
-    #[serde(default = "dot")]
+    #[serde(default = "crate::dot")]
     pub path: String,
     /// Maximum number of paths to return, 1 to 5000. Default 200.
     #[serde(default = "default_max")]
@@ -59,10 +58,6 @@ pub struct Args {
     #[serde(default = "default_depth")]
     #[schemars(range(min = 1, max = 1000))]
     pub max_depth: usize,
-}
-
-fn dot() -> String {
-    ".".to_string()
 }
 
 fn default_depth() -> usize {
@@ -115,25 +110,11 @@ impl Glob {
 
 /// Run `find_files`.
 pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
-    if !(1..=MAX_MAX).contains(&args.max_results) {
-        return Err(ToolError::invalid_args(format!("max_results must be between 1 and {MAX_MAX}")));
-    }
+    crate::in_range("max_results", args.max_results, MAX_MAX)?;
     let glob = Glob::new(&args.pattern)?;
     let filters = Filters::new(&args.kind, args.modified_since)?;
-    let max_depth = match args.max_depth {
-        depth @ 1..=MAX_DEPTH => depth,
-        depth => {
-            return Err(ToolError::invalid_args(format!(
-                "max_depth must be between 1 and {MAX_DEPTH}, not {depth}"
-            )));
-        }
-    };
-    let root = ctx.resolve(&args.path)?;
-    let shown_root = ctx.show(&root);
-    let meta = fs::metadata(&root).map_err(|e| ctx.io_error(&e, &root))?;
-    if !meta.is_dir() {
-        return Err(ToolError::new(codes::NOT_A_DIRECTORY, format!("{shown_root} is not a directory")));
-    }
+    let max_depth = crate::in_range("max_depth", args.max_depth, MAX_DEPTH)?;
+    let (root, shown_root) = crate::resolve_dir(ctx, &args.path)?;
     let mut walk =
         Walk::with_ignored(&root, max_depth, args.include_ignored).map_err(|e| ctx.io_error(&e, &root))?;
     let mut found: Vec<String> = walk
@@ -181,6 +162,8 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use toolhost_guest::codes;
 
     fn setup() -> (tempfile::TempDir, Context) {
         let dir = tempfile::tempdir().unwrap();

@@ -43,7 +43,7 @@ pub struct Args {
     /// Regular expression to search for (Rust regex syntax), e.g. `fn\s+main` or `TODO|FIXME`.
     pub pattern: String,
     /// File or directory to search, relative to the work directory. Default ".".
-    #[serde(default = "dot")]
+    #[serde(default = "crate::dot")]
     pub path: String,
     /// Only search files matching this glob, e.g. `*.py` or `src/**/*.rs` (a glob without `/` matches file names). Default: all files. Ignored when `path` is a file.
     #[serde(default)]
@@ -69,10 +69,6 @@ pub struct Args {
     /// Also show entries that `.gitignore` and `.ignore` files ignore. Default false.
     #[serde(default)]
     pub include_ignored: bool,
-}
-
-fn dot() -> String {
-    ".".to_string()
 }
 
 fn default_max() -> usize {

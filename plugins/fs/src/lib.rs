@@ -55,6 +55,40 @@ pub fn tools() -> Vec<Tool> {
 
 toolhost_guest::export_tools!(tools);
 
+/// The default `path` argument: the work directory.
+pub(crate) fn dot() -> String {
+    ".".to_string()
+}
+
+/// `value` when it is in `1..=max`, else `invalid_args` naming the argument.
+pub(crate) fn in_range(name: &str, value: usize, max: usize) -> Result<usize, toolhost_guest::ToolError> {
+    if (1..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(toolhost_guest::ToolError::invalid_args(format!(
+            "{name} must be between 1 and {max}, not {value}"
+        )))
+    }
+}
+
+/// The directory `path` names, resolved in the work dir, and how it is
+/// shown: `not_found`, `path_escape` or `not_a_directory` otherwise.
+pub(crate) fn resolve_dir(
+    ctx: &toolhost_guest::Context,
+    path: &str,
+) -> Result<(std::path::PathBuf, String), toolhost_guest::ToolError> {
+    let root = ctx.resolve(path)?;
+    let shown = ctx.show(&root);
+    let meta = std::fs::metadata(&root).map_err(|e| ctx.io_error(&e, &root))?;
+    if !meta.is_dir() {
+        return Err(toolhost_guest::ToolError::new(
+            toolhost_guest::codes::NOT_A_DIRECTORY,
+            format!("{shown} is not a directory"),
+        ));
+    }
+    Ok((root, shown))
+}
+
 /// Lowercase hex SHA-256 of `bytes`.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))

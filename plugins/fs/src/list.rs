@@ -29,7 +29,7 @@ pub const MAX_DEPTH: usize = 4;
 #[serde(deny_unknown_fields)]
 pub struct Args {
     /// The directory to list, relative to the work directory. Default ".", the work directory itself.
-    #[serde(default = "dot")]
+    #[serde(default = "crate::dot")]
     pub path: String,
     /// How many levels to list, 1 to 4. Default 1: only the directory's own entries.
     #[serde(default = "one")]
@@ -38,10 +38,6 @@ pub struct Args {
     /// Also show entries that `.gitignore` and `.ignore` files ignore. Default false.
     #[serde(default)]
     pub include_ignored: bool,
-}
-
-fn dot() -> String {
-    ".".to_string()
 }
 
 fn one() -> usize {
