@@ -344,6 +344,10 @@ async fn walks_honour_gitignore_files_unless_asked_not_to() {
     assert!(r.output.contains("3 entries ignored by .gitignore/.ignore"), "{}", r.output);
     let r = ok(&host, "find_files", json!({"pattern": "*.rs", "include_ignored": "true"})).await;
     assert_eq!(r.metadata.unwrap()["total"], 5, "{}", r.output);
+    // The work dir's .gitignore applies when searching a subdirectory too.
+    let r = ok(&host, "find_files", json!({"pattern": "*.rs", "path": "src"})).await;
+    let found: Vec<&str> = r.output.lines().filter(|l| !l.starts_with('[')).collect();
+    assert_eq!(found, ["src/a.rs", "src/kept.gen.rs"], "{}", r.output);
 
     let r = ok(&host, "grep_files", json!({"pattern": "needle", "literal": true})).await;
     assert_eq!(r.metadata.unwrap()["files_searched"], 4, "{}", r.output); // with the two ignore files

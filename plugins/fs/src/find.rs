@@ -20,7 +20,7 @@ those modified at or after `modified_since` (unix seconds) when given, at most `
 (default 1000); sorted, as paths relative to the work directory; at most \
 `max_results` (default 200), and says how many more there were. Symlinks are not followed, and directories such as \
 .git, node_modules, target, dist, .venv and .cache are not searched unless given as `path`; entries that \
-`.gitignore` / `.ignore` files in `path` and below ignore are left out and counted (`include_ignored: true` \
+`.gitignore` / `.ignore` files (from the work directory down) ignore are left out and counted (`include_ignored: true` \
 includes them). Paths with control or \
 unusual characters are shown double-quoted with backslash escapes; entries that cannot be read are counted.";
 
@@ -115,8 +115,8 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     let filters = Filters::new(&args.kind, args.modified_since)?;
     let max_depth = crate::in_range("max_depth", args.max_depth, MAX_DEPTH)?;
     let (root, shown_root) = crate::resolve_dir(ctx, &args.path)?;
-    let mut walk =
-        Walk::with_ignored(&root, max_depth, args.include_ignored).map_err(|e| ctx.io_error(&e, &root))?;
+    let mut walk = Walk::with_ignored(&root, max_depth, args.include_ignored, ctx.work_dir()?)
+        .map_err(|e| ctx.io_error(&e, &root))?;
     let mut found: Vec<String> = walk
         .by_ref()
         .filter(|e| filters.kind_matches(e))

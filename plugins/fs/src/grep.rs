@@ -25,7 +25,7 @@ add context lines, printed as `path-line_number-text`; overlapping contexts are 
 that are not adjacent. At most `max_results` matching lines (default 100; context lines not counted); the output \
 says how many more matched. Binary files (a NUL byte in the first 1 KiB) and files over 1 MiB are skipped and \
 counted; symlinks are not followed; directories such as .git, node_modules, target, dist, .venv and .cache are \
-not searched unless given as `path`, nor files that `.gitignore` / `.ignore` files in `path` and below ignore \
+not searched unless given as `path`, nor files that `.gitignore` / `.ignore` files (from the work directory down) ignore \
 (counted; `include_ignored: true` searches them).";
 
 /// Default `max_results`.
@@ -104,7 +104,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     let mut unreadable_entries = 0;
     let mut ignored_entries = 0;
     if meta.is_dir() {
-        let mut walk = Walk::with_ignored(&root, usize::MAX, args.include_ignored)
+        let mut walk = Walk::with_ignored(&root, usize::MAX, args.include_ignored, ctx.work_dir()?)
             .map_err(|e| ctx.io_error(&e, &root))?;
         for entry in walk.by_ref() {
             if entry.kind != Kind::File {

@@ -5,8 +5,8 @@
 //! [`Gitignore`]: `*.log`, `/build` (anchored to the file's directory),
 //! `dir/` (directories only), `!keep.log` (re-include), `**`.
 //!
-//! Only ignore files in the walked root and below are read; an ignored
-//! directory is not entered, so nothing inside it can be re-included. Each
+//! The ignore files of the walked root's ancestors up to the work
+//! directory apply too ([`above`]); an ignored directory is not entered, so nothing inside it can be re-included. Each
 //! file is read up to [`MAX_IGNORE_FILE`] bytes; a line that is not a valid
 //! glob is left out, the rest still apply.
 
@@ -53,6 +53,23 @@ pub fn enter(dir: &Path, parent: Option<Rc<Rules>>, present: &[&str]) -> Option<
         Ok(here) if !here.is_empty() => Some(Rc::new(Rules { here, parent })),
         _ => parent,
     }
+}
+
+/// The rules the ignore files of `root`'s ancestors, from `top` (the work
+/// directory) down to `root`'s parent, put in force in `root`; `None` when
+/// `root` is not below `top`.
+pub fn above(top: &Path, root: &Path) -> Option<Rc<Rules>> {
+    let rel = root.strip_prefix(top).ok()?;
+    let (mut rules, mut dir) = (None, top.to_path_buf());
+    for part in rel.components() {
+        let present: Vec<&str> = IGNORE_FILES
+            .into_iter()
+            .filter(|n| std::fs::symlink_metadata(dir.join(n)).is_ok_and(|m| m.is_file()))
+            .collect();
+        rules = enter(&dir, rules, &present);
+        dir.push(part);
+    }
+    rules
 }
 
 /// Is `path` (a directory when `is_dir`) ignored by `rules`? The innermost
@@ -122,5 +139,19 @@ mod tests {
         assert!(is_ignored(rules.as_deref(), &r.join("other.md"), false));
         assert!(enter(&r.join("missing"), None, &[".gitignore"]).is_none());
         assert!(enter(r, None, &[]).is_none());
+    }
+
+    #[test]
+    fn ancestors_rules_apply_below_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        std::fs::create_dir_all(r.join("a/b")).unwrap();
+        std::fs::write(r.join(".gitignore"), "*.log\n").unwrap();
+        std::fs::write(r.join("a/.ignore"), "*.tmp\n").unwrap();
+        let rules = above(r, &r.join("a/b"));
+        assert!(is_ignored(rules.as_deref(), &r.join("a/b/x.log"), false));
+        assert!(is_ignored(rules.as_deref(), &r.join("a/b/x.tmp"), false));
+        assert!(above(r, r).is_none(), "the root's own files are read by the walk");
+        assert!(above(&r.join("a"), r).is_none(), "not below the work dir");
     }
 }

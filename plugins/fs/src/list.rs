@@ -13,8 +13,8 @@ pub const DESCRIPTION: &str = "List a directory as an indented tree: subdirector
 then files with their sizes, each group sorted by name; symlinks are shown as `name@ -> target` and never \
 followed. `depth` 1 (default) lists only the directory's own entries, up to 4 goes deeper. Directories such as \
 .git, node_modules, target, dist, .venv, __pycache__ and .cache are not entered (the output says which were \
-skipped; list one explicitly to see inside), nor entries that `.gitignore` / `.ignore` files in the listed \
-directory and below ignore (counted; `include_ignored: true` shows them). At most 500 entries are shown; the output says how many were left \
+skipped; list one explicitly to see inside), nor entries that `.gitignore` / `.ignore` files (from the work \
+directory down) ignore (counted; `include_ignored: true` shows them). At most 500 entries are shown; the output says how many were left \
 out. Names with control or unusual characters are shown double-quoted with backslash escapes (`\"a\\nb\"`); \
 entries that cannot be read are counted. Use find_files to search by name and grep_files to search contents.";
 
@@ -61,8 +61,8 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
             format!("{shown} is not a directory; use read_file to read a file"),
         ));
     }
-    let mut walk =
-        Walk::with_ignored(&root, args.depth, args.include_ignored).map_err(|e| ctx.io_error(&e, &root))?;
+    let mut walk = Walk::with_ignored(&root, args.depth, args.include_ignored, ctx.work_dir()?)
+        .map_err(|e| ctx.io_error(&e, &root))?;
 
     let mut out = format!("{}/\n", shown.trim_end_matches('/'));
     let (mut total, mut unstated) = (0usize, 0usize);

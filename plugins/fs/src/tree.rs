@@ -17,7 +17,7 @@ pub const DESCRIPTION: &str = "Show the shape of a directory tree for orientatio
 `depth` levels (default 3, at most 8), each with the number of subdirectories and files directly inside it \
 (e.g. `src/ (4 dirs, 12 files)`); with `files: true` files are listed too. Generated and vendored trees are \
 left out: directories such as .git, node_modules, target, dist, .venv and .cache, and whatever `.gitignore` / \
-`.ignore` files in `path` and below ignore (`include_ignored: true` keeps those). At most `max_entries` lines \
+`.ignore` files (from the work directory down) ignore (`include_ignored: true` keeps those). At most `max_entries` lines \
 (default 200, at most 2000); the output says how many more there were. Symlinks are not followed. Use list_dir \
 for sizes and find_files to search by name.";
 
@@ -86,7 +86,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     crate::in_range("max_entries", args.max_entries, MAX_MAX)?;
     let (root, shown_root) = crate::resolve_dir(ctx, &args.path)?;
     // One level more than shown: the deepest directories shown get counts.
-    let mut walk = Walk::with_ignored(&root, args.depth + 1, args.include_ignored)
+    let mut walk = Walk::with_ignored(&root, args.depth + 1, args.include_ignored, ctx.work_dir()?)
         .map_err(|e| ctx.io_error(&e, &root))?;
     let mut counts: HashMap<PathBuf, Counts> = HashMap::new();
     // The entries shown, in walk order: depth, name, and the directory's

@@ -81,9 +81,21 @@ impl Walk {
         Self::start(root, max_depth, SKIP_DIRS, false)
     }
 
-    /// [`Walk::new`], or [`Walk::including_ignored`] when `include_ignored`.
-    pub fn with_ignored(root: &Path, max_depth: usize, include_ignored: bool) -> std::io::Result<Self> {
-        Self::start(root, max_depth, SKIP_DIRS, !include_ignored)
+    /// [`Walk::new`], with the ignore files of `root`'s ancestors up to
+    /// `work_dir` applying too; or [`Walk::including_ignored`] when
+    /// `include_ignored`.
+    pub fn with_ignored(
+        root: &Path,
+        max_depth: usize,
+        include_ignored: bool,
+        work_dir: &Path,
+    ) -> std::io::Result<Self> {
+        if include_ignored {
+            return Self::including_ignored(root, max_depth);
+        }
+        let mut walk = Self::empty(max_depth, SKIP_DIRS, true);
+        walk.enter(root, 1, ignores::above(work_dir, root))?;
+        Ok(walk)
     }
 
     /// Like [`Walk::new`], but entering every directory, [`SKIP_DIRS`]
@@ -99,7 +111,13 @@ impl Walk {
         skip: &'static [&'static str],
         honour_ignores: bool,
     ) -> std::io::Result<Self> {
-        let mut walk = Self {
+        let mut walk = Self::empty(max_depth, skip, honour_ignores);
+        walk.enter(root, 1, None)?;
+        Ok(walk)
+    }
+
+    fn empty(max_depth: usize, skip: &'static [&'static str], honour_ignores: bool) -> Self {
+        Self {
             stack: Vec::new(),
             max_depth,
             skip,
@@ -108,9 +126,7 @@ impl Walk {
             skipped: Vec::new(),
             unreadable: 0,
             unreadable_entries: 0,
-        };
-        walk.enter(root, 1, None)?;
-        Ok(walk)
+        }
     }
 
     /// Read `dir` (its entries at `depth`) and stack its children, with the
