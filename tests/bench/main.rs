@@ -579,13 +579,24 @@ async fn hooks() {
             with_command.extend(timed_calls_after(&command, "read_file", args.clone(), 0, 1).await);
         }
     }
+    // The floor of a command hook: starting `true` with nothing around it.
+    let mut spawn = Vec::with_capacity(300);
+    for _ in 0..300 {
+        let started = Instant::now();
+        let status = Command::new("true").stdin(std::process::Stdio::piped()).output().expect("true runs");
+        spawn.push(started.elapsed());
+        assert!(status.status.success());
+    }
     let (b, c, w) = (median(base.clone()), median(with_command.clone()), median(with_component.clone()));
+    let floor = median(spawn.clone());
     report("read_file, no hook", base);
     report("read_file + a command pre hook (`true`)", with_command);
     report("read_file + a component pre hook", with_component);
+    report("std::process::Command `true` (the floor)", spawn);
     println!(
-        "added per call (median): command hook {:.1?}, component hook {:.1?}",
+        "added per call (median): command hook {:.1?} ({:.1}x the bare spawn), component hook {:.1?}",
         c.saturating_sub(b),
+        c.saturating_sub(b).as_secs_f64() / floor.as_secs_f64(),
         w.saturating_sub(b)
     );
 }
