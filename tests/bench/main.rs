@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|examples|exec ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -50,6 +50,9 @@ fn main() {
         }
         if wants("policy") {
             policy().await;
+        }
+        if wants("shell") {
+            shell().await;
         }
         if wants("examples") {
             examples().await;
@@ -394,6 +397,53 @@ async fn policy() {
             assert!(matches!(out, std::borrow::Cow::Borrowed(_)));
         }
         report(label, samples);
+    }
+}
+
+/// Shell-aware rules: `decide` for a `terminal` line of 20 simple commands (chained
+/// with `&&` and `|`) against 40 allow rules and 5 deny rules, and for a line of one
+/// command. Each call parses the line afresh, as a real call does.
+async fn shell() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut text = String::from("[permissions]\nallow = [");
+    for i in 0..40 {
+        text.push_str(&format!("\"terminal(command=tool{i} run*)\", "));
+    }
+    text.push_str("]\ndeny = [");
+    for deny in ["rm*", "git push*", "curl*", "dd *", "sudo*"] {
+        text.push_str(&format!("\"terminal(command={deny})\", "));
+    }
+    text.push_str("]\n");
+    let path = dir.path().join("toolhost.toml");
+    std::fs::write(&path, text).expect("write policy");
+    let host = Host::builder()
+        .work_dir(dir.path())
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+        .policy(toolhost::Policy::load(&path).expect("policy"))
+        .build()
+        .await
+        .expect("host builds");
+    let mut long = String::new();
+    for i in 0..20 {
+        let joint = if i == 0 {
+            ""
+        } else if i % 2 == 0 {
+            " && "
+        } else {
+            " | "
+        };
+        long.push_str(&format!("{joint}tool{} run --step {i} 'a b' \"$HOME\"/x 2>&1", 20 + i));
+    }
+    for (label, line) in [("20 commands", long.as_str()), ("1 command", "tool39 run --step 1 'a b'")] {
+        let args = json!({ "command": line });
+        let mut samples = Vec::with_capacity(20_000);
+        for _ in 0..20_000 {
+            let started = Instant::now();
+            let decision = host.decide("terminal", false, &args);
+            samples.push(started.elapsed());
+            assert!(matches!(decision, toolhost::Decision::Allow(_)), "{decision:?}");
+        }
+        report(&format!("shell rules: decide a line of {label} (40+5 rules)"), samples);
     }
 }
 

@@ -249,9 +249,11 @@ impl Permissions {
             return Some(format!("rule allow {rule}"));
         }
         let line = subject.command_line().filter(|line| rules::allowable(line))?;
+        let rules: Vec<&Rule> =
+            self.allow.iter().filter(|r| r.has_command() && r.fits(tool, subject)).collect();
         let mut used: Vec<&Rule> = Vec::new();
         for command in &line.commands {
-            let rule = self.allow.iter().find(|r| r.covers(tool, subject, command))?;
+            let rule = *rules.iter().find(|r| r.covers(command))?;
             if !used.contains(&rule) {
                 used.push(rule);
             }

@@ -135,7 +135,7 @@ impl Rule {
     }
 
     /// Whether the tool and every condition but `command=` fit the call.
-    fn fits(&self, tool: &str, subject: &Subject) -> bool {
+    pub fn fits(&self, tool: &str, subject: &Subject) -> bool {
         self.tool.is_match(tool)
             && self
                 .conditions
@@ -153,7 +153,10 @@ impl Rule {
         let Some(text) = subject.get(COMMAND_KEY) else { return false };
         let Some(line) = subject.command_line() else { return text_glob.is_match(text) };
         (!line.parsed() && text_glob.is_match(text))
-            || line.commands.iter().any(|c| c.deny_forms().iter().any(|form| pattern.matches(form, false)))
+            || line
+                .commands
+                .iter()
+                .any(|c| c.deny_forms().into_iter().any(|form| pattern.matches_text(form.texts())))
     }
 
     /// Whether this rule, as an allow rule, covers the whole call by itself: a rule
@@ -163,18 +166,19 @@ impl Rule {
         if self.command.is_none() {
             return self.fits(tool, subject);
         }
-        subject.command_line().is_some_and(|line| {
-            allowable(line) && line.commands.iter().all(|c| self.covers(tool, subject, c))
-        })
+        self.fits(tool, subject)
+            && subject
+                .command_line()
+                .is_some_and(|line| allowable(line) && line.commands.iter().all(|c| self.covers(c)))
     }
 
     /// Whether this rule's `command=` pattern covers `command`, one simple command
-    /// of the call's line, as an allow rule (false for a rule without one). Whether
-    /// the line as a whole may be allowed is [`allowable`].
-    pub fn covers(&self, tool: &str, subject: &Subject, command: &Command) -> bool {
+    /// of a call's line, as an allow rule (false for a rule without one). The rest
+    /// of the rule is [`Rule::fits`]; whether the line as a whole may be allowed,
+    /// [`allowable`].
+    pub fn covers(&self, command: &Command) -> bool {
         let Some((_, pattern)) = &self.command else { return false };
-        let program_literal = command.program().is_none_or(|w| w.is_literal());
-        program_literal && self.fits(tool, subject) && pattern.matches(command.written(), true)
+        command.program().is_none_or(|w| w.is_literal()) && pattern.matches_literally(command.written())
     }
 }
 

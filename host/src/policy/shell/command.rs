@@ -32,6 +32,27 @@ pub enum Redirect {
     Data,
 }
 
+/// One form of a command a deny rule matches (see [`Command::deny_forms`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Form<'a> {
+    assignments: &'a [Word],
+    /// The program's name in place of the first word's text.
+    program: Option<&'a str>,
+    words: &'a [Word],
+}
+
+impl<'a> Form<'a> {
+    /// Its words' texts, in order.
+    pub fn texts(self) -> impl Iterator<Item = &'a str> {
+        let program = self.program;
+        let words = self.words.iter().enumerate().map(move |(i, w)| match program {
+            Some(name) if i == 0 => name,
+            _ => w.text.as_str(),
+        });
+        self.assignments.iter().map(|w| w.text.as_str()).chain(words)
+    }
+}
+
 /// Programs that run the rest of their words as another command, with the options
 /// of theirs that take a value.
 const WRAPPERS: &[(&str, &[&str])] = &[
@@ -64,20 +85,18 @@ impl Command {
     /// The forms a deny rule matches: the words as written (with and without the
     /// assignments), and for each wrapper taken off or program path reduced to its
     /// file name, the words that are left.
-    pub fn deny_forms(&self) -> Vec<Vec<Word>> {
+    pub fn deny_forms(&self) -> Vec<Form<'_>> {
         let mut forms = Vec::new();
         if !self.assignments.is_empty() {
-            forms.push(self.written().cloned().collect());
+            forms.push(Form { assignments: &self.assignments, program: None, words: &self.words });
         }
         let mut words: &[Word] = &self.words;
         for _ in 0..MAX_UNWRAP {
             let Some(program) = words.first() else { break };
-            forms.push(words.to_vec());
+            forms.push(Form { assignments: &[], program: None, words });
             let name = file_name(&program.text);
             if name != program.text {
-                let mut short = words.to_vec();
-                short[0].text = name.to_string();
-                forms.push(short);
+                forms.push(Form { assignments: &[], program: Some(name), words });
             }
             match unwrap(name, &words[1..]) {
                 Some(inner) => words = inner,

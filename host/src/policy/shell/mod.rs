@@ -20,7 +20,7 @@ mod pattern;
 mod safe;
 mod words;
 
-pub use command::{Command, Redirect, file_name};
+pub use command::{Command, Form, Redirect, file_name};
 pub use parse::{Hazard, Line, MAX_PARSED_BYTES, first_word, parse};
 pub use pattern::CommandPattern;
 pub use safe::is_safe;

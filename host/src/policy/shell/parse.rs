@@ -87,8 +87,13 @@ const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh"];
 /// a nesting level, at most one level per 2 bytes).
 pub const MAX_PARSED_BYTES: usize = 16 * 1024;
 
-/// The stack the parse runs on (reserved, touched only as deep as it goes).
+/// The stack a long line is parsed on (reserved, touched only as deep as it goes).
 const PARSE_STACK: usize = 128 << 20;
+
+/// The stack parsing may need for each byte of the line, and at least: a nesting
+/// level costs the parser about 5 KiB, and takes at least 2 bytes.
+const STACK_PER_BYTE: usize = 4 << 10;
+const STACK_MIN: usize = 256 << 10;
 
 /// Parse `text` as `bash -c` would.
 pub fn parse(text: &str) -> Line {
@@ -97,7 +102,7 @@ pub fn parse(text: &str) -> Line {
         walker.line.flag(Hazard::Unparsed);
         return walker.line;
     }
-    deep(|| match program(text) {
+    deep(text, || match program(text) {
         Some(program) => {
             walker.line.pipeline = one_pipeline(&program);
             walker.program(&program);
@@ -113,16 +118,19 @@ pub fn first_word(text: &str) -> Option<Word> {
     if text.len() > MAX_PARSED_BYTES {
         return None;
     }
-    deep(|| {
+    deep(text, || {
         let tokens = brush_parser::tokenize_str(text).ok()?;
         let token = tokens.into_iter().find(|t| matches!(t, brush_parser::Token::Word(..)))?;
         Some(words::scan(token.to_str(), &mut Found::default()))
     })
 }
 
-/// Run `f`, which tokenizes or parses, on a stack of [`PARSE_STACK`].
-pub(super) fn deep<R>(f: impl FnOnce() -> R) -> R {
-    stacker::grow(PARSE_STACK, f)
+/// Run `f`, which tokenizes or parses `text`, where there is stack enough for it:
+/// on this thread's when it has room left (a short line), else on a stack of
+/// [`PARSE_STACK`].
+pub(super) fn deep<R>(text: &str, f: impl FnOnce() -> R) -> R {
+    let need = STACK_MIN + text.len().min(MAX_PARSED_BYTES) * STACK_PER_BYTE;
+    stacker::maybe_grow(need, PARSE_STACK, f)
 }
 
 /// How deep `(` may nest. The parser tries `((` as arithmetic and as two subshells,

@@ -73,15 +73,25 @@ impl CommandPattern {
         Ok(Self { words, rest })
     }
 
-    /// Whether `words` (a simple command's, or one of its deny forms) match: each
-    /// pattern word matches the word in its place; then nothing is left, or the
-    /// pattern ends in `*`. With `literal`, a word the shell expands matches no
-    /// pattern word (only the trailing `*` takes it).
-    pub fn matches<'a>(&self, words: impl IntoIterator<Item = &'a Word>, literal: bool) -> bool {
+    /// Whether a simple command's words, as an allow rule sees them, match: each
+    /// pattern word matches the literal word in its place; then nothing is left, or
+    /// the pattern ends in `*`. A word the shell expands matches no pattern word
+    /// (only the trailing `*` takes it).
+    pub fn matches_literally<'a>(&self, words: impl IntoIterator<Item = &'a Word>) -> bool {
+        self.matches(words.into_iter().map(|w| w.is_literal().then_some(w.text.as_str())))
+    }
+
+    /// The same for a deny form: words are matched by their text, literal or not.
+    pub fn matches_text<'a>(&self, words: impl IntoIterator<Item = &'a str>) -> bool {
+        self.matches(words.into_iter().map(Some))
+    }
+
+    /// `None` stands for a word no pattern word matches.
+    fn matches<'a>(&self, words: impl IntoIterator<Item = Option<&'a str>>) -> bool {
         let mut words = words.into_iter();
         for pattern in &self.words {
             match words.next() {
-                Some(word) if (!literal || word.is_literal()) && pattern.is_match(&word.text) => {}
+                Some(Some(text)) if pattern.is_match(text) => {}
                 _ => return false,
             }
         }
@@ -91,7 +101,7 @@ impl CommandPattern {
 
 /// The raw text of each word of a one-command pattern, as the tokenizer cut it.
 fn raw_words(text: &str) -> Vec<&str> {
-    let tokens = super::parse::deep(|| brush_parser::tokenize_str(text)).unwrap_or_default();
+    let tokens = super::parse::deep(text, || brush_parser::tokenize_str(text)).unwrap_or_default();
     let mut out = Vec::new();
     for token in &tokens {
         if let brush_parser::Token::Word(_, span) = token
