@@ -82,9 +82,9 @@ const MAX_DEPTH: usize = 6;
 /// Shells whose `-c` script a deny rule looks into.
 const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh"];
 
-/// The longest line parsed; a longer one is [`Hazard::Unparsed`]. With
-/// [`PARSE_STACK`] this bounds how deep the parser can recurse (about 5 KiB of stack
-/// a nesting level, at most one level per 2 bytes).
+/// The longest line parsed; a longer one is [`Hazard::Unparsed`]. This bounds how
+/// deep the parser can recurse (about 5 KiB of stack a nesting level, at most one
+/// level per 2 bytes), and a long line is parsed on a stack of its own.
 pub const MAX_PARSED_BYTES: usize = 16 * 1024;
 
 /// The stack a long line is parsed on (reserved, touched only as deep as it goes).
