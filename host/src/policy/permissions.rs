@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::rules::{self, Rule, Subject, normalize};
-use super::shell::{self, COMMAND_KEY, Line, SHELL_TOOL, Word, file_name};
+use super::shell::{self, COMMAND_KEY, SHELL_TOOL};
 use crate::protect::Protected;
 
 /// How much runs without asking.
@@ -318,7 +318,7 @@ fn resolve_links(work_dir: &Path, rel: &Path) -> Option<PathBuf> {
 }
 
 /// The narrowest useful allow rule for a call: for a `command` line, its first simple
-/// command's program (with the subcommand of [`SUBCOMMANDS`] programs:
+/// command's program ([`shell::suggest`]: with the subcommand of `git`, `cargo`, …:
 /// `terminal(command=git commit*)`, else `terminal(command=ls*)`); else the exact
 /// path, the URL's origin, or the bare tool. A line with more than one command, or
 /// one no rule can allow (a substitution, a redirection to a file), gets the rule for
@@ -326,7 +326,7 @@ fn resolve_links(work_dir: &Path, rel: &Path) -> Option<PathBuf> {
 /// this line again, never a wider one.
 fn suggest_rule(tool: &str, subject: &Subject) -> String {
     if let Some(line) = subject.command_line() {
-        return format!("{tool}({COMMAND_KEY}={})", suggest_command(line, subject.get(COMMAND_KEY)));
+        return format!("{tool}({COMMAND_KEY}={})", shell::suggest(line, subject.get(COMMAND_KEY)));
     }
     if let Some((key, path)) = subject.paths().next() {
         return format!("{tool}({key}={})", globset::escape(&path.to_string_lossy()));
@@ -337,68 +337,4 @@ fn suggest_rule(tool: &str, subject: &Subject) -> String {
         return format!("{tool}(url={}://{}/**)", url.scheme(), globset::escape(host));
     }
     tool.to_string()
-}
-
-/// Programs whose first word picks what they do (a subcommand, a make target): a
-/// rule for them names it too.
-const SUBCOMMANDS: &[&str] = &[
-    "git",
-    "cargo",
-    "npm",
-    "npx",
-    "pnpm",
-    "yarn",
-    "bun",
-    "deno",
-    "go",
-    "docker",
-    "podman",
-    "kubectl",
-    "helm",
-    "pip",
-    "pip3",
-    "uv",
-    "poetry",
-    "rustup",
-    "gh",
-    "make",
-    "just",
-    "dotnet",
-    "terraform",
-    "systemctl",
-    "apt",
-    "apt-get",
-];
-
-/// The pattern for [`suggest_rule`]: the first command's assignments and program (and
-/// subcommand), then `*`.
-fn suggest_command(line: &Line, text: Option<&str>) -> String {
-    let Some(first) = line.commands.first() else {
-        // It did not parse: the first word the tokenizer finds, if any.
-        let text = text.unwrap_or_default();
-        return match shell::first_word(text) {
-            Some(word) => format!("{}*", pattern_word(&word.text)),
-            None => pattern_word(text),
-        };
-    };
-    let mut words: Vec<String> = first.assignments.iter().map(|w| pattern_word(&w.text)).collect();
-    if let Some(program) = first.program() {
-        words.push(pattern_word(&program.text));
-        let subcommand = first.words.get(1).filter(|w: &&Word| w.is_literal() && !w.text.starts_with('-'));
-        if let Some(sub) = subcommand
-            && SUBCOMMANDS.contains(&file_name(&program.text))
-        {
-            words.push(pattern_word(&sub.text));
-        }
-    }
-    format!("{}*", words.join(" "))
-}
-
-/// `word` as a pattern word that matches it: every character other than letters,
-/// digits and `._-/+=:@%^` (which a pattern or the rule syntax would read as syntax)
-/// becomes `?`.
-fn pattern_word(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "._-/+=:@%^".contains(c);
-    let out: String = word.chars().map(|c| if plain(c) { c } else { '?' }).collect();
-    if out.is_empty() { "''".into() } else { out }
 }

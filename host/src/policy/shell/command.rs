@@ -1,9 +1,11 @@
-//! One simple command — assignments, words, redirections — and the forms a deny
-//! rule also sees it in: with the wrappers that run another program taken off
-//! (`env`, `command`, `builtin`, `nohup`, `time`, `exec`, `nice`, `timeout`) and the
-//! program reduced to its file name (`/bin/rm` is `rm`).
+//! One simple command — assignments, words, redirections (read from the parser's
+//! tree) — and the forms a deny rule also sees it in: with the wrappers that run
+//! another program taken off (`env`, `command`, `builtin`, `nohup`, `time`, `exec`,
+//! `nice`, `timeout`) and the program reduced to its file name (`/bin/rm` is `rm`).
 
-use super::words::Word;
+use brush_parser::ast;
+
+use super::words::{self, Found, Word};
 
 /// A simple command: `X=1 git status >/dev/null` is the assignment `X=1`, the words
 /// `git`, `status` and one redirection.
@@ -50,6 +52,61 @@ impl<'a> Form<'a> {
             _ => w.text.as_str(),
         });
         self.assignments.iter().map(|w| w.text.as_str()).chain(words)
+    }
+}
+
+impl Redirect {
+    /// The redirection `redirect` of the tree, and the commands of its process
+    /// substitution to walk, if it is one.
+    pub(super) fn from_ast<'a>(
+        redirect: &'a ast::IoRedirect,
+        found: &mut Found,
+    ) -> (Redirect, Option<&'a ast::CompoundList>) {
+        use ast::{IoFileRedirectKind as K, IoFileRedirectTarget as T, IoRedirect as R};
+        let redirect = match redirect {
+            R::File(_, _, T::Fd(_)) => Redirect::Dup,
+            R::File(_, _, T::ProcessSubstitution(_, subshell)) => {
+                found.process_substitution = true;
+                return (Redirect::Data, Some(&subshell.list));
+            }
+            R::File(_, _, T::Duplicate(word)) => {
+                let word = words::scan(&word.value, found);
+                let fd = word.text.strip_suffix('-').unwrap_or(&word.text);
+                if word.is_literal() && fd.chars().all(|c| c.is_ascii_digit()) {
+                    Redirect::Dup
+                } else {
+                    // `>&FILE` writes FILE.
+                    Redirect::Write(word)
+                }
+            }
+            R::File(_, kind, T::Filename(word)) => {
+                let word = words::scan(&word.value, found);
+                match kind {
+                    _ if word.is_literal() && word.text == "/dev/null" => Redirect::DevNull,
+                    K::Read => Redirect::Read(word),
+                    _ => Redirect::Write(word),
+                }
+            }
+            R::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    words::scan_heredoc(&doc.doc.value, found);
+                }
+                Redirect::Data
+            }
+            R::HereString(_, word) => {
+                words::scan(&word.value, found);
+                Redirect::Data
+            }
+            R::OutputAndError(word, _) => {
+                let word = words::scan(&word.value, found);
+                if word.is_literal() && word.text == "/dev/null" {
+                    Redirect::DevNull
+                } else {
+                    Redirect::Write(word)
+                }
+            }
+        };
+        (redirect, None)
     }
 }
 

@@ -10,20 +10,27 @@
 //! Nothing here splits text by hand: words, operators, quotes, comments and
 //! here-documents are the parser's.
 //!
-//! Modules: `parse` (the line), `words` (one word), `command` (one simple command
-//! and the forms deny rules see it in), `pattern` ([`CommandPattern`]), `safe`
-//! ([`is_safe`], the read-only commands that need no rule).
+//! Modules: `parse` (a line, within bounds), `walk` (its tree), `line` ([`Line`],
+//! [`Hazard`]), `words` (one word), `command` (one simple command, its redirections,
+//! the forms deny rules see it in), `pattern` ([`CommandPattern`]), `safe`
+//! ([`is_safe`], the read-only commands that need no rule), `suggest` (the rule
+//! "always" saves).
 
 mod command;
+mod line;
 mod parse;
 mod pattern;
 mod safe;
+mod suggest;
+mod walk;
 mod words;
 
 pub use command::{Command, Form, Redirect, file_name};
-pub use parse::{Hazard, Line, MAX_PARSED_BYTES, first_word, parse};
+pub use line::{Hazard, Line};
+pub use parse::{MAX_PARSED_BYTES, first_word, parse};
 pub use pattern::CommandPattern;
 pub use safe::is_safe;
+pub use suggest::suggest;
 pub use words::Word;
 
 /// The argument whose text is a command line, in any tool.

@@ -22,11 +22,6 @@ pub struct Word {
 }
 
 impl Word {
-    /// A literal word (for tests and patterns).
-    pub fn literal(text: &str) -> Self {
-        Self { text: text.to_string(), expands: false, glob: false }
-    }
-
     /// Whether the text is exactly one argument, unchanged by the shell.
     pub fn is_literal(&self) -> bool {
         !self.expands && !self.glob
@@ -40,6 +35,8 @@ pub(super) struct Found {
     pub(super) scripts: Vec<String>,
     /// A `$(…)` or backtick substitution.
     pub(super) substitution: bool,
+    /// A `<(…)` or `>(…)` process substitution.
+    pub(super) process_substitution: bool,
     /// Something that did not parse.
     pub(super) unparsed: bool,
 }
