@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|examples|exec|hooks ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -50,6 +50,9 @@ fn main() {
         }
         if wants("policy") {
             policy().await;
+        }
+        if wants("shell") {
+            shell().await;
         }
         if wants("examples") {
             examples().await;
@@ -337,35 +340,15 @@ async fn fetch() {
 async fn policy() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(dir.path().join("docs")).expect("mkdir");
-    let mut text = String::from("[permissions]\nallow = [");
-    for i in 0..20 {
-        text.push_str(&format!("\"write_file(path=docs/{i}/**)\", "));
-    }
-    text.push_str("]\ndeny = [");
-    for i in 0..20 {
-        text.push_str(&format!(
-            "\"write_file(path=secret{i}/**)\", \"fetch_url(url=http://{i}.example/*)\", "
-        ));
-    }
-    text.push_str("]\n");
-    let path = dir.path().join("toolhost.toml");
-    std::fs::write(&path, text).expect("write policy");
-    let host = Host::builder()
-        .work_dir(dir.path())
-        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
-        .policy(toolhost::Policy::load(&path).expect("policy"))
-        .build()
-        .await
-        .expect("host builds");
+    let allow: Vec<String> = (0..20).map(|i| format!("write_file(path=docs/{i}/**)")).collect();
+    let deny: Vec<String> = (0..20)
+        .flat_map(|i| {
+            [format!("write_file(path=secret{i}/**)"), format!("fetch_url(url=http://{i}.example/*)")]
+        })
+        .collect();
+    let host = policy_host(dir.path(), &allow, &deny).await;
     let args = json!({"path": "docs/7/a.md", "content": "x"});
-    let mut samples = Vec::with_capacity(20_000);
-    for _ in 0..20_000 {
-        let started = Instant::now();
-        let decision = host.decide("write_file", false, &args);
-        samples.push(started.elapsed());
-        assert!(matches!(decision, toolhost::Decision::Allow(_)), "{decision:?}");
-    }
-    report("permissions: decide a write (40 rules)", samples);
+    report("permissions: decide a write (40 rules)", timed_decisions(&host, "write_file", false, &args));
 
     // A read-only call under the default policy (no deny rules): the fast path.
     let plain = Host::builder()
@@ -375,13 +358,7 @@ async fn policy() {
         .await
         .expect("host builds");
     let read = json!({"path": "docs/7/a.md"});
-    let mut samples = Vec::with_capacity(20_000);
-    for _ in 0..20_000 {
-        let started = Instant::now();
-        let decision = plain.decide("read_file", true, &read);
-        samples.push(started.elapsed());
-        assert!(matches!(decision, toolhost::Decision::Allow(_)), "{decision:?}");
-    }
+    let samples = timed_decisions(&plain, "read_file", true, &read);
     report("permissions: decide a read (no deny rules)", samples);
 
     let redactor = toolhost::Redactor::new(&[("API_TOKEN".into(), "not-in-the-text-1234".into())]);
@@ -398,6 +375,59 @@ async fn policy() {
         }
         report(label, samples);
     }
+}
+
+/// Shell-aware rules: `decide` for a `terminal` line of 20 simple commands (chained
+/// with `&&` and `|`) against 40 allow rules and 5 deny rules, and for a line of one
+/// command. Each call parses the line afresh, as a real call does.
+async fn shell() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let allow: Vec<String> = (0..40).map(|i| format!("terminal(command=tool{i} run*)")).collect();
+    let deny: Vec<String> = ["rm*", "git push*", "curl*", "dd *", "sudo*"]
+        .iter()
+        .map(|d| format!("terminal(command={d})"))
+        .collect();
+    let host = policy_host(dir.path(), &allow, &deny).await;
+    let mut long = String::new();
+    for i in 0..20 {
+        let joint = match i {
+            0 => "",
+            _ if i % 2 == 0 => " && ",
+            _ => " | ",
+        };
+        long.push_str(&format!("{joint}tool{} run --step {i} 'a b' \"$HOME\"/x 2>&1", 20 + i));
+    }
+    for (label, line) in [("20 commands", long.as_str()), ("1 command", "tool39 run --step 1 'a b'")] {
+        let samples = timed_decisions(&host, "terminal", false, &json!({ "command": line }));
+        report(&format!("shell rules: decide a line of {label} (40+5 rules)"), samples);
+    }
+}
+
+/// A host over `dir` whose policy has these allow and deny rules.
+async fn policy_host(dir: &Path, allow: &[String], deny: &[String]) -> Host {
+    let list = |rules: &[String]| rules.iter().map(|r| format!("{r:?}")).collect::<Vec<_>>().join(", ");
+    let text = format!("[permissions]\nallow = [{}]\ndeny = [{}]\n", list(allow), list(deny));
+    let path = dir.join("toolhost.toml");
+    std::fs::write(&path, text).expect("write policy");
+    Host::builder()
+        .work_dir(dir)
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+        .policy(toolhost::Policy::load(&path).expect("policy"))
+        .build()
+        .await
+        .expect("host builds")
+}
+
+/// 20,000 timed `decide`s of one call, each an allow.
+fn timed_decisions(host: &Host, tool: &str, read_only: bool, args: &serde_json::Value) -> Vec<Duration> {
+    let mut samples = Vec::with_capacity(20_000);
+    for _ in 0..20_000 {
+        let started = Instant::now();
+        let decision = host.decide(tool, read_only, args);
+        samples.push(started.elapsed());
+        assert!(matches!(decision, toolhost::Decision::Allow(_)), "{decision:?}");
+    }
+    samples
 }
 
 /// The Python and JavaScript examples (built by `scripts/examples`): loading them
@@ -579,13 +609,24 @@ async fn hooks() {
             with_command.extend(timed_calls_after(&command, "read_file", args.clone(), 0, 1).await);
         }
     }
+    // The floor of a command hook: starting `true` with nothing around it.
+    let mut spawn = Vec::with_capacity(300);
+    for _ in 0..300 {
+        let started = Instant::now();
+        let status = Command::new("true").stdin(std::process::Stdio::piped()).output().expect("true runs");
+        spawn.push(started.elapsed());
+        assert!(status.status.success());
+    }
     let (b, c, w) = (median(base.clone()), median(with_command.clone()), median(with_component.clone()));
+    let floor = median(spawn.clone());
     report("read_file, no hook", base);
     report("read_file + a command pre hook (`true`)", with_command);
     report("read_file + a component pre hook", with_component);
+    report("std::process::Command `true` (the floor)", spawn);
     println!(
-        "added per call (median): command hook {:.1?}, component hook {:.1?}",
+        "added per call (median): command hook {:.1?} ({:.1}x the bare spawn), component hook {:.1?}",
         c.saturating_sub(b),
+        c.saturating_sub(b).as_secs_f64() / floor.as_secs_f64(),
         w.saturating_sub(b)
     );
 }

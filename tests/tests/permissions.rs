@@ -283,3 +283,54 @@ async fn denials_say_what_was_refused_not_how_to_widen_it() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_rules_cover_each_command_of_a_terminal_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+    let policy = r#"
+[permissions]
+allow = ["terminal(command=git status*)"]
+deny = ["terminal(command=rm*)"]
+"#;
+    let host = host_with(dir.path(), policy, None, None).await;
+    let terminal = |command: &str| json!({ "command": command });
+    // The rule lets `git status` run (whether or not this is a repository).
+    let r = call(&host, "terminal", terminal("git status --short")).await;
+    let note = r.permission.clone().expect("a decision");
+    assert!(note.allowed, "{r:?}");
+    assert_eq!(note.reason, "rule allow terminal(command=git status*)");
+    // A second command the rule does not cover asks, and headless that is a denial:
+    // nothing of the line runs.
+    for line in [
+        "git status; touch pwned",
+        "git status && touch pwned",
+        "git status > pwned",
+        "git status $(touch pwned)",
+    ] {
+        let r = call(&host, "terminal", terminal(line)).await;
+        assert_eq!(
+            denied_because(&r),
+            "terminal needs approval and there is no one to ask (headless)",
+            "{line}"
+        );
+        assert!(!dir.path().join("pwned").exists(), "{line}: the denied line ran");
+    }
+    // A deny rule hits the second command of a chain, also as /bin/rm.
+    for line in ["git status && rm a.txt", "git status; /bin/rm a.txt"] {
+        let r = call(&host, "terminal", terminal(line)).await;
+        assert_eq!(denied_because(&r), "rule deny terminal(command=rm*)", "{line}");
+    }
+    assert!(dir.path().join("a.txt").exists());
+    // The safe list runs read-only commands without a rule.
+    let r = call(&host, "terminal", terminal("cat a.txt | wc -l")).await;
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.permission.unwrap().reason, "a read-only command of the safe list");
+    assert!(r.output.starts_with('1'), "{}", r.output);
+
+    // ... unless the policy turns it off.
+    let policy = "[permissions]\nsafe-commands = false\n";
+    let host = host_with(dir.path(), policy, None, None).await;
+    let r = call(&host, "terminal", terminal("cat a.txt")).await;
+    assert!(denied_because(&r).contains("headless"), "{r:?}");
+}

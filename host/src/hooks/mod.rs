@@ -177,9 +177,11 @@ impl Hooks {
         args: &Value,
     ) -> impl Iterator<Item = &'a Hook> {
         let subject = Subject::new(args, self.work_dir.as_deref());
+        // A matcher sees a call the way a deny rule does: `terminal(command=git push*)`
+        // also sees `cd x && git push` (any command of the line, unwrapped).
         self.hooks
             .iter()
-            .filter(move |h| h.entry.event == event && h.entry.matcher.matches(tool, &subject))
+            .filter(move |h| h.entry.event == event && h.entry.matcher.denies(tool, &subject))
             .collect::<Vec<_>>()
             .into_iter()
     }

@@ -35,6 +35,7 @@ struct RawPolicy {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct RawPermissions {
     mode: Option<Mode>,
+    safe_commands: Option<bool>,
     #[serde(default)]
     allow: Vec<Spanned<String>>,
     #[serde(default)]
@@ -153,6 +154,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         config_dir: None,
         sections,
         mode: raw.permissions.mode.unwrap_or_default(),
+        safe_commands: raw.permissions.safe_commands,
         allow,
         deny,
         protected,

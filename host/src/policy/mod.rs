@@ -13,6 +13,7 @@
 //! ```toml
 //! [permissions]
 //! mode = "default"                       # default | plan | accept-edits | yolo
+//! safe-commands = false                  # default true: `ls`, `git status`, … run unasked
 //! allow = ["write_file(path=docs/**)"]
 //! deny = ["write_file(path=.env)", "fetch_url(url=http://*)"]
 //! protected = ["secrets/"]               # beyond .git/ and this file
@@ -35,7 +36,8 @@
 //! in [`hooks`] (`[[hooks]]`).
 //!
 //! Modules: `file` (parsing), [`sources`] (which files, trust, merging), [`trust`]
-//! (the config dir: private policies and trust records), [`rules`],
+//! (the config dir: private policies and trust records), [`rules`], [`shell`]
+//! (command lines for rules and the safe list),
 //! [`permissions`], `approver`, [`env`](mod@env), [`redact`], [`grants`], `limits` (the overrides of a
 //! plugin entry and the CLI's flags: [`LimitOverrides`]), `edit` (writing entries and
 //! rules back, comments kept).
@@ -51,6 +53,7 @@ mod limits;
 pub mod permissions;
 pub mod redact;
 pub mod rules;
+pub mod shell;
 pub mod sources;
 pub mod trust;
 
@@ -159,6 +162,8 @@ pub struct Policy {
     pub(crate) sections: Sections,
     /// The permission mode.
     pub mode: Mode,
+    /// `safe-commands`, when the file sets it (unset: on).
+    pub safe_commands: Option<bool>,
     /// Allow rules.
     pub allow: Vec<Rule>,
     /// Deny rules.
@@ -199,6 +204,7 @@ impl Policy {
         let mut permissions = Permissions::new(self.mode).with_work_dir(work_dir);
         permissions.allow = self.allow.clone();
         permissions.deny = self.deny.clone();
+        permissions.safe_commands = self.safe_commands.unwrap_or(true);
         permissions =
             permissions.with_protected(&self.protected).map_err(|message| PolicyError::Invalid {
                 path: self.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),

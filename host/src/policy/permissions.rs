@@ -5,7 +5,8 @@
 //! 1. a tool that changes things, aimed at a path outside the work dir (also through a
 //!    symlink) or at a protected path (`.git/`, the policy file, the policy's
 //!    `protected` globs) → deny, in every mode;
-//! 2. a deny rule matches → deny, in every mode;
+//! 2. a deny rule matches → deny, in every mode (for a `command` line: any simple
+//!    command in it, see [`super::rules`]);
 //! 3. a pre-tool-use hook said allow or ask ([`HookSays`]) → that, whatever the mode
 //!    and the allow rules say (a hook's deny is decided before, by the caller: it
 //!    wins over everything);
@@ -13,16 +14,23 @@
 //!    its promise is that nothing changes);
 //! 5. the tool is read-only → allow;
 //! 6. `yolo` mode → allow;
-//! 7. an allow rule matches → allow;
-//! 8. `accept-edits` mode and the tool's path arguments are all inside the work dir →
-//!    allow;
-//! 9. otherwise → ask the [`super::Approver`] (no approver: deny).
+//! 7. an allow rule matches → allow (for a `command` line: every simple command in it
+//!    matched by some allow rule, and nothing in it that no rule may allow — a
+//!    substitution, a redirection to a file, … — see [`super::rules`]);
+//! 8. `terminal`'s line is all read-only commands of the safe list, joined by pipes at
+//!    most ([`super::shell::is_safe`]), and `[permissions] safe-commands` is on (the
+//!    default) → allow;
+//! 9. `accept-edits` mode, the call has no `command` line, and the tool's path
+//!    arguments are all inside the work dir → allow;
+//! 10. otherwise → ask the [`super::Approver`] (no approver: deny), with the
+//!     narrowest useful rule for "always" (`terminal(command=git commit*)`).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::rules::{Rule, Subject, normalize};
+use super::rules::{self, Rule, Subject, normalize};
+use super::shell::{self, COMMAND_KEY, SHELL_TOOL};
 use crate::protect::Protected;
 
 /// How much runs without asking.
@@ -93,7 +101,7 @@ pub enum HookSays {
 }
 
 /// The mode, the rules and the protected paths.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Permissions {
     /// The mode.
     pub mode: Mode,
@@ -101,14 +109,32 @@ pub struct Permissions {
     pub allow: Vec<Rule>,
     /// Deny rules (they win over everything else).
     pub deny: Vec<Rule>,
+    /// Whether the safe list runs without asking (step 8; on unless the policy says
+    /// `safe-commands = false`).
+    pub safe_commands: bool,
     protected_globs: Vec<String>,
     protected_files: Vec<PathBuf>,
     protected: Option<std::sync::Arc<Protected>>,
     work_dir: Option<PathBuf>,
 }
 
+impl Default for Permissions {
+    fn default() -> Self {
+        Self {
+            mode: Mode::default(),
+            allow: Vec::new(),
+            deny: Vec::new(),
+            safe_commands: true,
+            protected_globs: Vec::new(),
+            protected_files: Vec::new(),
+            protected: None,
+            work_dir: None,
+        }
+    }
+}
+
 impl Permissions {
-    /// Permissions in `mode` with no rules.
+    /// Permissions in `mode` with no rules (the safe list on).
     pub fn new(mode: Mode) -> Self {
         Self { mode, ..Self::default() }
     }
@@ -168,7 +194,7 @@ impl Permissions {
         if !read_only && let Some(reason) = self.refuse_path(&subject) {
             return Decision::Deny(reason);
         }
-        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, &subject)) {
+        if let Some(rule) = self.deny.iter().find(|r| r.denies(tool, &subject)) {
             return Decision::Deny(format!("rule deny {rule}"));
         }
         match hook {
@@ -191,17 +217,55 @@ impl Permissions {
             Mode::Yolo => return Decision::Allow("yolo mode".into()),
             Mode::Default | Mode::AcceptEdits => {}
         }
-        if let Some(rule) = self.allow.iter().find(|r| r.matches(tool, &subject)) {
-            return Decision::Allow(format!("rule allow {rule}"));
+        if let Some(reason) = self.allowed_by_rules(tool, &subject) {
+            return Decision::Allow(reason);
         }
-        if self.mode == Mode::AcceptEdits && subject.paths().next().is_some() {
+        if self.safe_commands
+            && tool == SHELL_TOOL
+            && let Some(line) = subject.command_line()
+            && shell::is_safe(line, self.runs_in_work_dir(&subject))
+        {
+            return Decision::Allow("a read-only command of the safe list".into());
+        }
+        // A command line is no edit, wherever it runs.
+        if self.mode == Mode::AcceptEdits
+            && subject.paths().next().is_some()
+            && subject.get(COMMAND_KEY).is_none()
+        {
             // refuse_path already denied every path outside the work dir.
             return Decision::Allow("accept-edits mode: writes inside the work dir".into());
         }
-        Decision::Ask {
-            reason: format!("{tool} can change things, and {} mode asks first", self.mode.as_str()),
-            suggested_rule: suggest_rule(tool, &subject),
+        let mut reason = format!("{tool} can change things, and {} mode asks first", self.mode.as_str());
+        if let Some(hazard) = subject.command_line().and_then(|line| line.hazards().first()) {
+            reason.push_str(&format!(" (no rule can allow this line: {})", hazard.describe()));
         }
+        Decision::Ask { reason, suggested_rule: suggest_rule(tool, &subject) }
+    }
+
+    /// The allow rules that let the call run, as the reason (step 7): one rule that
+    /// covers it whole, or one rule for each simple command of its `command` line.
+    fn allowed_by_rules(&self, tool: &str, subject: &Subject) -> Option<String> {
+        if let Some(rule) = self.allow.iter().find(|r| r.allows(tool, subject)) {
+            return Some(format!("rule allow {rule}"));
+        }
+        let line = subject.command_line().filter(|line| rules::allowable(line))?;
+        let rules: Vec<&Rule> =
+            self.allow.iter().filter(|r| r.has_command() && r.fits(tool, subject)).collect();
+        let mut used: Vec<&Rule> = Vec::new();
+        for command in &line.commands {
+            let rule = *rules.iter().find(|r| r.covers(command))?;
+            if !used.contains(&rule) {
+                used.push(rule);
+            }
+        }
+        let names: Vec<&str> = used.iter().map(|r| r.as_str()).collect();
+        Some(format!("rules allow {}", names.join(", ")))
+    }
+
+    /// The work dir, when every path argument of the call names it (where a
+    /// `terminal` line runs, and its HOME); `None` otherwise.
+    fn runs_in_work_dir(&self, subject: &Subject) -> Option<&Path> {
+        subject.paths().all(|(_, path)| path == Path::new(".")).then_some(self.work_dir.as_deref()).flatten()
     }
 
     /// Why a writing call may not touch one of its paths, if it may not.
@@ -253,9 +317,17 @@ fn resolve_links(work_dir: &Path, rel: &Path) -> Option<PathBuf> {
     Some(current.strip_prefix(work_dir).ok()?.to_path_buf())
 }
 
-/// The narrowest useful allow rule for a call: the exact path, the URL's origin, or
-/// the bare tool.
+/// The narrowest useful allow rule for a call: for a `command` line, its first simple
+/// command's program ([`shell::suggest`]: with the subcommand of `git`, `cargo`, …:
+/// `terminal(command=git commit*)`, else `terminal(command=ls*)`); else the exact
+/// path, the URL's origin, or the bare tool. A line with more than one command, or
+/// one no rule can allow (a substitution, a redirection to a file), gets the rule for
+/// its first command all the same: "always" then saves a rule that will not cover
+/// this line again, never a wider one.
 fn suggest_rule(tool: &str, subject: &Subject) -> String {
+    if let Some(line) = subject.command_line() {
+        return format!("{tool}({COMMAND_KEY}={})", shell::suggest(line, subject.get(COMMAND_KEY)));
+    }
     if let Some((key, path)) = subject.paths().next() {
         return format!("{tool}({key}={})", globset::escape(&path.to_string_lossy()));
     }

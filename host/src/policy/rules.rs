@@ -5,19 +5,65 @@
 //! not match. Path-like arguments ([`is_path_key`]) are matched after lexical
 //! normalization against the work dir (`./a/../.env` and `/work/.env` are both
 //! `.env`), with `*` stopping at `/` and `**` crossing it, as in `.gitignore`. Other
-//! arguments (URLs, commands, queries) match as plain text, `*` matching anything.
+//! arguments (URLs, queries) match as plain text, `*` matching anything.
+//!
+//! **Command lines.** A string argument named `command` (the builtin `terminal`'s,
+//! or any tool's) is a shell command line, parsed into simple commands
+//! ([`super::shell`]), and its pattern is a [`CommandPattern`]: shell words, matched
+//! word by word against one simple command.
+//! 1. The pattern is split into words as the shell would (quotes group, `#` starts
+//!    a comment); it must be one simple command without operators or redirections.
+//!    Each word is a glob over one word of the command (`*` matching anything, `/`
+//!    too); quoted or escaped characters are literal (`'*'` is a star).
+//! 2. A last word ending in an unquoted `*` means: that word without the `*`, then
+//!    any further words. So `git status*` (like `git status *`) matches `git status`
+//!    and `git status --short`, never `git statusx`; `*` alone matches any command.
+//!    To glob the last word, follow it with ` *`: `cargo test-* *`.
+//! 3. A command matches when its words, quoting removed (`g"it" 'status'` is
+//!    `git status`), match the pattern words in order, and nothing is left unless
+//!    the pattern ends in `*`. A word the shell would still change (`$X`, `${X}`,
+//!    `~`, a glob, `$'…'`) matches no pattern word: only a trailing `*` takes it.
+//! 4. **Allow**: a line is allowed when every simple command in it — across `;`,
+//!    `&&`, `||`, `|`, `&`, newlines, subshells, `{ }`, `if`/`for`/`while`/`case`
+//!    conditions and bodies — is matched by some allow rule (one rule each, not
+//!    necessarily the same), and the line has no [`super::shell::Hazard`]: no
+//!    substitution (`$(…)`, backticks, also in double quotes, assignments,
+//!    redirection targets and expanding here-documents), no process substitution,
+//!    no alias or function definition, no `eval`/`source`/`.`/`exec`, no
+//!    redirection of output to a file (`2>&1`, `>&2` and `/dev/null` are fine;
+//!    reading a literal file with `<` is fine too), and it parses. Otherwise such
+//!    rules don't apply and the call asks. The program is matched as written:
+//!    `/tmp/x/git status` is not `git status*`, nor is `X=1 git status` (leading
+//!    assignments are words of the command: write `X=1 git status*` to allow it)
+//!    or `env X=1 git status` (its program is `env`).
+//! 5. **Deny**: a line is denied when any simple command in it matches — also the
+//!    commands inside substitutions, `eval` strings and `sh -c` scripts, also after
+//!    taking off `env [OPTIONS] [X=1…]`, `command`, `builtin`, `nohup`, `time`,
+//!    `exec`, `nice`, `timeout DURATION` and leading assignments, and with the
+//!    program reduced to its file name (`/bin/rm` is `rm`), whether or not the words
+//!    are literal. A line that doesn't parse is matched as text against the pattern
+//!    as a plain glob, as before. Deny rules are a guard, not a boundary: a program
+//!    named by a variable (`$X -rf /`) can't be seen; the sandbox contains commands.
+//! 6. A rule without a `command=` condition (`terminal`, `terminal(cwd=sub)`) judges
+//!    the call as a whole, as for any tool: the bare `terminal` allows every line.
 
 use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
+use super::shell::{self, COMMAND_KEY, Command, CommandPattern, Line};
+
 /// One parsed rule.
 #[derive(Debug, Clone)]
 pub struct Rule {
     text: String,
     tool: GlobMatcher,
+    /// The conditions on arguments other than `command`.
     conditions: Vec<(String, GlobMatcher)>,
+    /// The `command=` condition: its pattern as a plain glob (for a line that doesn't
+    /// parse) and as shell words.
+    command: Option<(GlobMatcher, CommandPattern)>,
 }
 
 impl PartialEq for Rule {
@@ -49,7 +95,7 @@ impl Rule {
             return Err(format!("rule `{text}`: expected a tool name (or glob) before `(`"));
         }
         let tool_glob = glob(tool, false).map_err(|e| format!("rule `{text}`: tool pattern: {e}"))?;
-        let mut parsed = Vec::new();
+        let (mut parsed, mut command) = (Vec::new(), None);
         for condition in conditions.map(split_top_level).unwrap_or_default() {
             let (key, pattern) = condition
                 .split_once('=')
@@ -63,12 +109,18 @@ impl Rule {
             }
             let matcher = glob(pattern, is_path_key(key))
                 .map_err(|e| format!("rule `{text}`: pattern for `{key}`: {e}"))?;
-            parsed.push((key.to_string(), matcher));
+            if key == COMMAND_KEY {
+                let words = CommandPattern::parse(pattern)
+                    .map_err(|e| format!("rule `{text}`: command pattern `{pattern}`: {e}"))?;
+                command = Some((matcher, words));
+            } else {
+                parsed.push((key.to_string(), matcher));
+            }
         }
-        if conditions.is_some() && parsed.is_empty() {
+        if conditions.is_some() && parsed.is_empty() && command.is_none() {
             return Err(format!("rule `{text}`: empty argument list (write `{tool}` for the whole tool)"));
         }
-        Ok(Self { text: text.to_string(), tool: tool_glob, conditions: parsed })
+        Ok(Self { text: text.to_string(), tool: tool_glob, conditions: parsed, command })
     }
 
     /// The rule as written.
@@ -76,14 +128,64 @@ impl Rule {
         &self.text
     }
 
-    /// Whether the rule covers a call to `tool` with these arguments.
-    pub fn matches(&self, tool: &str, subject: &Subject) -> bool {
+    /// Whether the rule has a `command=` condition (then it judges a command line
+    /// command by command).
+    pub fn has_command(&self) -> bool {
+        self.command.is_some()
+    }
+
+    /// Whether the tool and every condition but `command=` fit the call.
+    pub fn fits(&self, tool: &str, subject: &Subject) -> bool {
         self.tool.is_match(tool)
             && self
                 .conditions
                 .iter()
                 .all(|(key, pattern)| subject.get(key).is_some_and(|v| pattern.is_match(v)))
     }
+
+    /// Whether this rule, as a deny rule, refuses the call (step 5 of the module docs
+    /// for a `command=` condition).
+    pub fn denies(&self, tool: &str, subject: &Subject) -> bool {
+        if !self.fits(tool, subject) {
+            return false;
+        }
+        let Some((text_glob, pattern)) = &self.command else { return true };
+        let Some(text) = subject.get(COMMAND_KEY) else { return false };
+        let Some(line) = subject.command_line() else { return text_glob.is_match(text) };
+        (!line.parsed() && text_glob.is_match(text))
+            || line
+                .commands
+                .iter()
+                .any(|c| c.deny_forms().into_iter().any(|form| pattern.matches_text(form.texts())))
+    }
+
+    /// Whether this rule, as an allow rule, covers the whole call by itself: a rule
+    /// without `command=` when it fits; one with it when it covers every command of
+    /// the line (step 4 of the module docs).
+    pub fn allows(&self, tool: &str, subject: &Subject) -> bool {
+        if self.command.is_none() {
+            return self.fits(tool, subject);
+        }
+        self.fits(tool, subject)
+            && subject
+                .command_line()
+                .is_some_and(|line| allowable(line) && line.commands.iter().all(|c| self.covers(c)))
+    }
+
+    /// Whether this rule's `command=` pattern covers `command`, one simple command
+    /// of a call's line, as an allow rule (false for a rule without one). The rest
+    /// of the rule is [`Rule::fits`]; whether the line as a whole may be allowed,
+    /// [`allowable`].
+    pub fn covers(&self, command: &Command) -> bool {
+        let Some((_, pattern)) = &self.command else { return false };
+        command.program().is_none_or(|w| w.is_literal()) && pattern.matches_literally(command.written())
+    }
+}
+
+/// Whether allow rules may judge `line` command by command: it parsed, has
+/// commands, and no hazard.
+pub fn allowable(line: &Line) -> bool {
+    line.hazards().is_empty() && !line.commands.is_empty()
 }
 
 /// Split `a=1, b={x,y}` at the commas outside braces and brackets.
@@ -136,6 +238,9 @@ pub fn is_path_key(key: &str) -> bool {
 pub struct Subject {
     values: Vec<(String, String)>,
     paths: Vec<(String, PathBuf)>,
+    /// The `command` argument when it is a string: parsed on first use.
+    command: Option<String>,
+    line: std::cell::OnceCell<Line>,
 }
 
 impl Subject {
@@ -150,6 +255,9 @@ impl Subject {
                 Value::Bool(b) => b.to_string(),
                 _ => continue,
             };
+            if key == COMMAND_KEY && value.is_string() {
+                subject.command = Some(text.clone());
+            }
             if is_path_key(key) && value.is_string() {
                 let normalized = normalize(&text, work_dir);
                 subject.paths.push((key.clone(), normalized.clone()));
@@ -164,6 +272,13 @@ impl Subject {
     /// The text of argument `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// The `command` argument parsed as a shell line (`None` when there is none, or
+    /// it is not a string). Parsed once, when first asked for.
+    pub fn command_line(&self) -> Option<&Line> {
+        let text = self.command.as_deref()?;
+        Some(self.line.get_or_init(|| shell::parse(text)))
     }
 
     /// The path-like arguments, normalized: relative to the work dir when inside it,
@@ -212,39 +327,39 @@ mod tests {
     #[test]
     fn bare_tool_and_globs() {
         let rule = Rule::parse("write_file").unwrap();
-        assert!(rule.matches("write_file", &subject(json!({}))));
-        assert!(!rule.matches("read_file", &subject(json!({}))));
-        assert!(Rule::parse("*").unwrap().matches("anything", &subject(json!({}))));
+        assert!(rule.allows("write_file", &subject(json!({}))));
+        assert!(!rule.allows("read_file", &subject(json!({}))));
+        assert!(Rule::parse("*").unwrap().allows("anything", &subject(json!({}))));
     }
 
     #[test]
     fn path_arguments_are_normalized() {
         let rule = Rule::parse("write_file(path=.env)").unwrap();
         for path in [".env", "./.env", "docs/../.env", "/w/.env", "/w/./x/../.env"] {
-            assert!(rule.matches("write_file", &subject(json!({ "path": path }))), "{path}");
+            assert!(rule.allows("write_file", &subject(json!({ "path": path }))), "{path}");
         }
-        assert!(!rule.matches("write_file", &subject(json!({ "path": "a/.env" }))));
-        assert!(!rule.matches("write_file", &subject(json!({}))), "a missing argument does not match");
+        assert!(!rule.allows("write_file", &subject(json!({ "path": "a/.env" }))));
+        assert!(!rule.allows("write_file", &subject(json!({}))), "a missing argument does not match");
     }
 
     #[test]
     fn path_globs_stop_at_slashes() {
         let rule = Rule::parse("write_file(path=docs/*)").unwrap();
-        assert!(rule.matches("write_file", &subject(json!({ "path": "docs/a.md" }))));
-        assert!(!rule.matches("write_file", &subject(json!({ "path": "docs/x/a.md" }))));
+        assert!(rule.allows("write_file", &subject(json!({ "path": "docs/a.md" }))));
+        assert!(!rule.allows("write_file", &subject(json!({ "path": "docs/x/a.md" }))));
         let deep = Rule::parse("write_file(path=docs/**)").unwrap();
-        assert!(deep.matches("write_file", &subject(json!({ "path": "docs/x/a.md" }))));
-        assert!(!deep.matches("write_file", &subject(json!({ "path": "docs/../src/a.rs" }))));
+        assert!(deep.allows("write_file", &subject(json!({ "path": "docs/x/a.md" }))));
+        assert!(!deep.allows("write_file", &subject(json!({ "path": "docs/../src/a.rs" }))));
     }
 
     #[test]
     fn text_arguments_match_anything_under_star() {
         let rule = Rule::parse("fetch_url(url=https://docs.rs/*)").unwrap();
-        assert!(rule.matches("fetch_url", &subject(json!({ "url": "https://docs.rs/serde/latest" }))));
-        assert!(!rule.matches("fetch_url", &subject(json!({ "url": "https://evil.example/docs.rs/" }))));
+        assert!(rule.allows("fetch_url", &subject(json!({ "url": "https://docs.rs/serde/latest" }))));
+        assert!(!rule.allows("fetch_url", &subject(json!({ "url": "https://evil.example/docs.rs/" }))));
         let two = Rule::parse("http_request(method={GET,HEAD}, url=https://*)").unwrap();
-        assert!(two.matches("http_request", &subject(json!({ "method": "HEAD", "url": "https://a" }))));
-        assert!(!two.matches("http_request", &subject(json!({ "method": "POST", "url": "https://a" }))));
+        assert!(two.allows("http_request", &subject(json!({ "method": "HEAD", "url": "https://a" }))));
+        assert!(!two.allows("http_request", &subject(json!({ "method": "POST", "url": "https://a" }))));
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //!   When it lies inside the work dir a tool could have written it, so it takes
 //!   effect only if the user trusted its exact bytes ([`ConfigDir::trusted`]); an
 //!   untrusted one is still obeyed when it only narrows (deny rules, protected paths,
-//!   `default` or `plan` mode), and refused with [`PolicyError::Untrusted`] when it
-//!   widens anything — never silently ignored, never silently obeyed.
+//!   `default` or `plan` mode, `safe-commands = false`), and refused with
+//!   [`PolicyError::Untrusted`] when it widens anything — never silently ignored,
+//!   never silently obeyed.
 //! - the **private policy** under the user's config dir, keyed by the work dir
 //!   ([`ConfigDir::private_policy`]): the user's own, where "always" answers go.
 //!
@@ -67,11 +68,16 @@ impl Policy {
     }
 
     /// What this policy grants beyond the defaults, as short phrases; empty when it
-    /// only narrows (deny rules, protected paths, `default` or `plan` mode).
+    /// only narrows (deny rules, protected paths, `default` or `plan` mode,
+    /// `safe-commands = false`).
     pub fn widening(&self) -> Vec<String> {
         let mut widens = Vec::new();
         if matches!(self.mode, Mode::AcceptEdits | Mode::Yolo) {
             widens.push(format!("mode = \"{}\"", self.mode.as_str()));
+        }
+        if self.safe_commands == Some(true) {
+            // Only `false` narrows: `true` would turn back on what another file turned off.
+            widens.push("safe-commands = true (read-only commands run without asking)".into());
         }
         if !self.allow.is_empty() {
             let rules: Vec<&str> = self.allow.iter().map(|r| r.as_str()).collect();
@@ -99,8 +105,8 @@ impl Policy {
     }
 
     /// This (project) policy with the user's `private` one over it: the private
-    /// mode, `[builtins]` and `[exec]` win when it sets them; rules, protected paths,
-    /// plugins and test profiles add up (a plugin or profile name in both is an error).
+    /// mode, `safe-commands`, `[builtins]` and `[exec]` win when it sets them; rules,
+    /// protected paths, plugins and test profiles add up (a plugin or profile name in both is an error).
     pub fn merge(mut self, private: Policy) -> Result<Policy, PolicyError> {
         let clash = |what: &str, name: &str| PolicyError::Invalid {
             path: private.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
@@ -119,6 +125,9 @@ impl Policy {
         if private.sections.mode {
             self.mode = private.mode;
             self.sections.mode = true;
+        }
+        if private.safe_commands.is_some() {
+            self.safe_commands = private.safe_commands;
         }
         if private.sections.builtins {
             self.builtins = private.builtins;
@@ -218,18 +227,20 @@ mod tests {
 
     #[test]
     fn an_untrusted_policy_that_only_narrows_is_obeyed() {
-        let text =
-            "[permissions]\nmode = \"plan\"\ndeny = [\"write_file(path=.env)\"]\nprotected = [\"keys/\"]\n";
+        let text = "[permissions]\nmode = \"plan\"\nsafe-commands = false\ndeny = [\"write_file(path=.env)\"]\nprotected = [\"keys/\"]\n";
         let (work, _c, config) = setup(Some(text), None);
         let policy = Policy::discover_in(None, work.path(), Some(&config)).unwrap();
         assert_eq!(policy.mode, Mode::Plan);
         assert_eq!(policy.deny.len(), 1);
+        assert_eq!(policy.safe_commands, Some(false));
+        assert!(!policy.permissions(None).unwrap().safe_commands);
         assert!(policy.widening().is_empty());
         for widening in [
             "[builtins]\nenv = [\"HOME\"]\n",
             "[exec]\nmax-children = 1\n",
             "[permissions]\nmode = \"accept-edits\"\n",
             "[[hooks]]\nevent = \"pre-tool-use\"\nmatcher = \"*\"\ncommand = [\"true\"]\n",
+            "[permissions]\nsafe-commands = true\n",
         ] {
             std::fs::write(work.path().join(POLICY_FILE), widening).unwrap();
             assert!(Policy::discover_in(None, work.path(), Some(&config)).is_err(), "{widening}");
@@ -240,10 +251,11 @@ mod tests {
     fn the_private_policy_is_merged_over_the_project_one() {
         let (work, _c, config) = setup(
             Some("[permissions]\ndeny = [\"write_file(path=.env)\"]\n"),
-            Some("[permissions]\nmode = \"accept-edits\"\nallow = [\"terminal\"]\n"),
+            Some("[permissions]\nmode = \"accept-edits\"\nsafe-commands = false\nallow = [\"terminal\"]\n"),
         );
         let policy = Policy::discover_in(None, work.path(), Some(&config)).unwrap();
         assert_eq!(policy.mode, Mode::AcceptEdits);
+        assert_eq!(policy.safe_commands, Some(false), "the private policy's wins");
         assert_eq!((policy.allow.len(), policy.deny.len()), (1, 1));
         assert!(policy.private_path.as_ref().unwrap().starts_with(config.root()));
         assert_eq!(policy.files.len(), 2);

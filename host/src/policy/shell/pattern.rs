@@ -1,0 +1,154 @@
+//! A rule's `command=` pattern: shell words, each a glob over one word of a
+//! simple command, the last one optionally followed by "any further words".
+
+use brush_parser::word::{self, WordPiece, WordPieceWithSource};
+use globset::{GlobBuilder, GlobMatcher};
+
+use super::Hazard;
+use super::words::{Word, options};
+
+/// A pattern such as `git status*` or `cargo test -p *`.
+#[derive(Debug, Clone)]
+pub struct CommandPattern {
+    words: Vec<WordMatch>,
+    rest: bool,
+}
+
+#[derive(Debug, Clone)]
+enum WordMatch {
+    Exact(String),
+    Glob(GlobMatcher),
+}
+
+impl WordMatch {
+    fn is_match(&self, text: &str) -> bool {
+        match self {
+            WordMatch::Exact(exact) => exact == text,
+            WordMatch::Glob(glob) => glob.is_match(text),
+        }
+    }
+}
+
+impl CommandPattern {
+    /// Parse `text` as one simple command of words (see the module docs of
+    /// [`crate::policy::rules`] for what they mean), saying what is wrong when it can't.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let line = super::parse(text);
+        if let Some(hazard) = line.hazards().first() {
+            return Err(match hazard {
+                Hazard::Unparsed => {
+                    "it does not parse as shell words (quote what the shell would read as syntax)".into()
+                }
+                _ => format!("a command pattern is plain words, but {}", hazard.describe()),
+            });
+        }
+        let [command] = line.commands.as_slice() else {
+            return Err(
+                "a command pattern matches one simple command: write one rule for each command".into()
+            );
+        };
+        if !command.redirects.is_empty() || !line.is_one_pipeline() {
+            return Err(
+                "a command pattern matches one simple command, without operators or redirections".into()
+            );
+        }
+        let raw: Vec<&str> = raw_words(text);
+        let mut words = Vec::new();
+        let mut rest = false;
+        let count = command.written().count();
+        for (i, word) in command.written().enumerate() {
+            if word.expands {
+                return Err(format!("`{}`: quote `$` and `~` to match them as text", word.text));
+            }
+            let mut glob = raw.get(i).map(|r| glob_text(r)).unwrap_or_else(|| globset::escape(&word.text));
+            if i + 1 == count && glob.ends_with('*') && !glob.ends_with("\\*") {
+                glob.pop();
+                rest = true;
+                if glob.is_empty() {
+                    break;
+                }
+            }
+            words.push(word_match(&glob)?);
+        }
+        Ok(Self { words, rest })
+    }
+
+    /// Whether a simple command's words, as an allow rule sees them, match: each
+    /// pattern word matches the literal word in its place; then nothing is left, or
+    /// the pattern ends in `*`. A word the shell expands matches no pattern word
+    /// (only the trailing `*` takes it).
+    pub fn matches_literally<'a>(&self, words: impl IntoIterator<Item = &'a Word>) -> bool {
+        self.matches(words.into_iter().map(|w| w.is_literal().then_some(w.text.as_str())))
+    }
+
+    /// The same for a deny form: words are matched by their text, literal or not.
+    pub fn matches_text<'a>(&self, words: impl IntoIterator<Item = &'a str>) -> bool {
+        self.matches(words.into_iter().map(Some))
+    }
+
+    /// `None` stands for a word no pattern word matches.
+    fn matches<'a>(&self, words: impl IntoIterator<Item = Option<&'a str>>) -> bool {
+        let mut words = words.into_iter();
+        for pattern in &self.words {
+            match words.next() {
+                Some(Some(text)) if pattern.is_match(text) => {}
+                _ => return false,
+            }
+        }
+        self.rest || words.next().is_none()
+    }
+}
+
+/// The raw text of each word of a one-command pattern, as the tokenizer cut it.
+fn raw_words(text: &str) -> Vec<&str> {
+    let tokens = super::parse::deep(text, || brush_parser::tokenize_str(text)).unwrap_or_default();
+    let mut out = Vec::new();
+    for token in &tokens {
+        if let brush_parser::Token::Word(_, span) = token
+            && let Some(raw) = text.get(span.start.index..span.end.index)
+        {
+            out.push(raw);
+        }
+    }
+    out
+}
+
+/// A raw pattern word as a glob: unquoted text keeps its glob syntax, quoted and
+/// escaped text is literal.
+fn glob_text(raw: &str) -> String {
+    let mut glob = String::new();
+    if let Ok(pieces) = word::parse(raw, &options()) {
+        push_pieces(&pieces, false, &mut glob);
+    }
+    glob
+}
+
+fn push_pieces(pieces: &[WordPieceWithSource], quoted: bool, glob: &mut String) {
+    for piece in pieces {
+        match &piece.piece {
+            WordPiece::Text(text) if !quoted => glob.push_str(text),
+            WordPiece::Text(text) | WordPiece::SingleQuotedText(text) => {
+                glob.push_str(&globset::escape(text))
+            }
+            WordPiece::EscapeSequence(escaped) => {
+                glob.push_str(&globset::escape(escaped.get(1..).unwrap_or_default()))
+            }
+            WordPiece::DoubleQuotedSequence(inner) => push_pieces(inner, true, glob),
+            // Expansions were refused before.
+            _ => {}
+        }
+    }
+}
+
+fn word_match(glob: &str) -> Result<WordMatch, String> {
+    if !glob.contains(['*', '?', '[', '{', '\\']) {
+        return Ok(WordMatch::Exact(glob.to_string()));
+    }
+    let matcher = GlobBuilder::new(glob)
+        .literal_separator(false)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| format!("`{glob}`: {e}"))?
+        .compile_matcher();
+    Ok(WordMatch::Glob(matcher))
+}
