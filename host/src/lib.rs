@@ -25,6 +25,7 @@
 
 mod bindings;
 mod call;
+mod dirs;
 mod engine;
 mod error;
 mod hooks;

@@ -11,7 +11,7 @@ use regex::Regex;
 
 const LAYERS: &[&str] = &[
     "serve", "call", "hooks", "native", "load", "output", "policy", "sandbox", "imports", "engine",
-    "protect", "bindings", "limits", "error",
+    "protect", "bindings", "limits", "dirs", "error",
 ];
 
 type Module = Vec<String>;

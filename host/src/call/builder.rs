@@ -47,6 +47,7 @@ pub struct HostBuilder {
     exec: Option<ExecSettings>,
     builtin_exec: Option<ExecGrant>,
     plugin_exec: ExecGrant,
+    data_dir: Option<PathBuf>,
 }
 
 enum PluginSource {
@@ -73,6 +74,14 @@ impl HostBuilder {
     /// override them for its plugin.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// The host's data dir, where it keeps state outside the work dir (default:
+    /// `$TOOLHOST_DATA_DIR`, else `$XDG_DATA_HOME/toolhost`, else
+    /// `~/.local/share/toolhost`).
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
         self
     }
 
@@ -253,6 +262,10 @@ impl HostBuilder {
         if let Some(cache) = &self.engine.cache_dir {
             permissions.protect_file(cache);
         }
+        let data_dir = self.data_dir.clone().or_else(crate::dirs::default_data_dir);
+        if let Some(data) = &data_dir {
+            permissions.protect_file(data);
+        }
         // The hooks' programs and components decide calls: no tool may change them.
         let hooks = Hooks::load(&policy.hooks, &engine, &linker, &exec, work_dir.as_deref())?;
         for file in hooks.files() {
@@ -272,6 +285,7 @@ impl HostBuilder {
         let redacted_env: Vec<(String, String)> =
             self.builtin_env(&policy).into_iter().filter(|(name, _)| !shown.contains(name)).collect();
         Ok(Host {
+            data_dir,
             native_redactor: crate::policy::Redactor::new(&redacted_env),
             hooks,
             protected,

@@ -46,6 +46,9 @@ pub struct Host {
     pub(crate) native_redactor: crate::policy::Redactor,
     /// The policy's pre- and post-tool-use hooks, loaded.
     pub(crate) hooks: Hooks,
+    /// The host's own state outside the work dir (`None`: no data dir is known).
+    #[allow(dead_code, reason = "read by the effect journal and the removed files' artifacts")]
+    pub(crate) data_dir: Option<PathBuf>,
 }
 
 impl Host {
