@@ -9,6 +9,8 @@ fn main() {
         ("toolhost-fsprobe", "tests/guests/fsprobe"),
         ("toolhost-flood", "tests/guests/flood"),
         ("toolhost-test-hook", "tests/guests/hook"),
+        ("toolhost-test-http", "tests/guests/http"),
+        ("toolhost-test-config", "tests/guests/config"),
     ];
     for (package, wasm) in toolhost_build::build_guests(&guests) {
         let var = format!("TOOLHOST_WASM_{}", package.replace('-', "_").to_uppercase());

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+pub mod net;
+
 pub use toolhost;
 
 /// The hostile test plugin (tools that misbehave on purpose).
@@ -173,3 +175,11 @@ pub fn is_root() -> bool {
 
 /// The test hook component (`tests/guests/hook`, world `tool-hook`).
 pub const TEST_HOOK_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_HOOK");
+
+/// A plugin using standard `wasi:http/outgoing-handler` (`tests/guests/http`): one tool,
+/// `http_send`, with hostile options.
+pub const TEST_HTTP_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_HTTP");
+
+/// A plugin importing `wasi:config/store` in both versions (`tests/guests/config`): one
+/// tool, `config_read`.
+pub const TEST_CONFIG_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_CONFIG");

@@ -53,8 +53,8 @@ pub use imports::exec::{
     ChildLimits, ExecGrant, ExecRuntime, ExecSettings, ProcessInfo, ProcessState, SYSTEM_PATH,
 };
 pub use imports::fetch::{
-    Connect, Connector, FetchClient, FetchError, FetchRequest, FetchResponse, HostPattern, Lookup, NetGrant,
-    NetworkSettings, Resolver, SystemResolver, TcpConnector,
+    Connect, Connector, FetchClient, FetchError, FetchLimits, FetchRequest, FetchResponse, HostPattern,
+    Lookup, NetGrant, NetworkSettings, Resolver, SystemResolver, TcpConnector,
 };
 pub use limits::Limits;
 pub use load::capabilities::Requested;

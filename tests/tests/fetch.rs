@@ -18,82 +18,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use toolhost::{CancellationToken, Host, HostPattern, LoadError, NetworkSettings, ToolCall, ToolResult};
 use toolhost::{Connect, Connector, Lookup, Resolver};
+use toolhost_tests::net::{RecordingConnector, ScriptedResolver};
 use toolhost_tests::{HOSTILE_WASM, NET_WASM, test_engine_settings, toolhost_bin};
 
 /// A public-looking address the connector serves from the loopback test server.
 const PUBLIC: &str = "93.184.216.34";
-
-/// Answers names from a script (each lookup takes the next answer; the last repeats).
-#[derive(Default)]
-struct ScriptedResolver(Mutex<HashMap<String, VecDeque<Vec<IpAddr>>>>);
-
-impl ScriptedResolver {
-    fn script(self, name: &str, answers: &[&[&str]]) -> Self {
-        let answers = answers.iter().map(|a| a.iter().map(|ip| ip.parse().expect("ip")).collect()).collect();
-        self.0.lock().expect("lock").insert(name.into(), answers);
-        self
-    }
-
-    fn with(self, name: &str, ips: &[&str]) -> Self {
-        self.script(name, &[ips])
-    }
-}
-
-impl Resolver for ScriptedResolver {
-    fn lookup<'a>(&'a self, host: &'a str) -> Lookup<'a> {
-        let mut table = self.0.lock().expect("lock");
-        let answer =
-            table.get_mut(host).and_then(|q| if q.len() > 1 { q.pop_front() } else { q.front().cloned() });
-        Box::pin(async move {
-            answer.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not in the test table"))
-        })
-    }
-}
-
-/// Records every attempt; only ever opens sockets on loopback.
-#[derive(Default)]
-struct RecordingConnector {
-    map: HashMap<IpAddr, SocketAddr>,
-    attempts: Mutex<Vec<SocketAddr>>,
-    violations: Mutex<Vec<SocketAddr>>,
-}
-
-impl RecordingConnector {
-    fn map(mut self, public: &str, to: SocketAddr) -> Self {
-        assert!(to.ip().is_loopback());
-        self.map.insert(public.parse().expect("ip"), to);
-        self
-    }
-
-    fn attempts(&self) -> Vec<SocketAddr> {
-        self.attempts.lock().expect("lock").clone()
-    }
-
-    fn assert_no_violation(&self) {
-        let v = self.violations.lock().expect("lock");
-        assert!(v.is_empty(), "connection attempts outside loopback: {v:?}");
-    }
-}
-
-impl Connector for RecordingConnector {
-    fn connect(&self, addr: SocketAddr) -> Connect<'_> {
-        self.attempts.lock().expect("lock").push(addr);
-        let target = match self.map.get(&addr.ip()) {
-            Some(to) => Some(*to),
-            None if addr.ip().is_loopback() => Some(addr),
-            None => {
-                self.violations.lock().expect("lock").push(addr);
-                None
-            }
-        };
-        Box::pin(async move {
-            match target {
-                Some(to) if to.ip().is_loopback() => TcpStream::connect(to).await,
-                _ => Err(io::Error::new(io::ErrorKind::PermissionDenied, "test connector: not loopback")),
-            }
-        })
-    }
-}
 
 /// How the loopback server answers a request target.
 enum Reply {

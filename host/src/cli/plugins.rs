@@ -150,8 +150,18 @@ fn print_report(
     writeln!(out, "  network:    {}", yes(asks.fetch, "yes (pinned fetch: needs hosts)"))?;
     writeln!(
         out,
+        "  wasi:http:  {}",
+        yes(asks.http, "yes (outgoing requests, through the pinned client: needs hosts)")
+    )?;
+    writeln!(
+        out,
         "  sockets:    {}",
         yes(asks.sockets, "imported (only ever stubbed: every operation refused)")
+    )?;
+    writeln!(
+        out,
+        "  config:     {}",
+        yes(asks.config, "yes (wasi:config/store: needs `config` in its entry)")
     )?;
     writeln!(out, "  exec:       {}", yes(asks.exec, "yes (starts programs: needs a grant)"))?;
     writeln!(out, "  env:        {}", yes(asks.env, "can read the variables it is granted"))?;
@@ -200,10 +210,10 @@ pub(crate) async fn add(file: &Path, args: &EntryArgs) -> anyhow::Result<ExitCod
     if let Some(unknown) = report.requested.unknown.first() {
         bail!("not added: it imports {unknown}, which the host never provides");
     }
-    if report.requested.fetch && args.hosts.is_empty() {
-        bail!(
-            "not added: it imports toolhost:plugin/fetch; say which hosts it may reach with --allow-host PATTERN"
-        );
+    if (report.requested.fetch || report.requested.http) && args.hosts.is_empty() {
+        let what =
+            if report.requested.fetch { "toolhost:plugin/fetch" } else { "wasi:http/outgoing-handler" };
+        bail!("not added: it imports {what}; say which hosts it may reach with --allow-host PATTERN");
     }
     if report.requested.exec && draft.exec.is_empty() {
         bail!(

@@ -51,8 +51,13 @@ impl ComponentHook {
             .instantiate_pre(&component)
             .and_then(ToolHookPre::new)
             .map_err(|e| LoadError::BadPlugin(format!("it does not export toolhost:plugin/hooks: {e:#}")))?;
-        let prepared =
-            Prepared { engine: engine.wasmtime().clone(), pre, name: label.into(), env: Vec::new().into() };
+        let prepared = Prepared {
+            engine: engine.wasmtime().clone(),
+            pre,
+            name: label.into(),
+            env: Vec::new().into(),
+            config: Vec::new().into(),
+        };
         Ok(Self { prepared, limits })
     }
 

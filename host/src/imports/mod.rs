@@ -1,15 +1,18 @@
 //! The host side of each interface a guest imports, one module per interface:
-//! [`log`] (`toolhost:plugin/log`), [`files`] (`toolhost:plugin/files`), [`fetch`]
+//! [`config`] (`wasi:config/store`, the plugin's policy values), [`log`] (`toolhost:plugin/log`), [`files`] (`toolhost:plugin/files`), [`fetch`]
 //! (`toolhost:plugin/fetch`, the pinned HTTP client and its SSRF check), [`exec`]
-//! (`toolhost:plugin/exec`, confined child processes) and [`wasi_fs`]
+//! (`toolhost:plugin/exec`, confined child processes), [`http`] (`wasi:http`'s client
+//! interfaces, through the same pinned client as fetch) and [`wasi_fs`]
 //! (`wasi:filesystem`, wasmtime-wasi's behind the host's checks).
 //!
 //! Each holds its per-call state as a value, implements its WIT `Host` trait on
 //! that state's view, and has its own `add_to_linker`; the sandbox composes them.
 
+pub(crate) mod config;
 pub(crate) mod exec;
 pub(crate) mod fetch;
 pub(crate) mod files;
+pub(crate) mod http;
 pub(crate) mod log;
 pub(crate) mod wasi_fs;
 

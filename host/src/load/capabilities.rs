@@ -20,6 +20,13 @@ const GRANTED_IMPORTS: &[(&str, &str)] = &[
 /// The pinned-fetch interface: granted only to a plugin whose network grant lists hosts.
 const FETCH_INTERFACE: &str = "toolhost:plugin/fetch";
 
+/// The `wasi:http` client interfaces: granted, like fetch, only to a plugin whose network
+/// grant lists hosts; every request goes through the pinned client.
+const HTTP_CLIENT_INTERFACES: [&str; 2] = ["wasi:http/outgoing-handler", "wasi:http/types"];
+
+/// `wasi:config/store` (any version): granted only to a plugin whose entry has `config`.
+const CONFIG_INTERFACE: &str = "wasi:config/store";
+
 /// The exec interface: granted only to a plugin whose grant lists programs or the shell.
 const EXEC_INTERFACE: &str = "toolhost:plugin/exec";
 
@@ -39,6 +46,18 @@ pub(crate) fn imports_of(
 
 pub(crate) fn is_fetch(import: &str) -> bool {
     import.strip_prefix(FETCH_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
+}
+
+/// `wasi:http/outgoing-handler` or `wasi:http/types` (any version).
+pub(crate) fn is_http_client(import: &str) -> bool {
+    HTTP_CLIENT_INTERFACES.iter().any(|interface| {
+        import.strip_prefix(interface).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
+    })
+}
+
+/// `wasi:config/store` (any version).
+pub(crate) fn is_config(import: &str) -> bool {
+    import.strip_prefix(CONFIG_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
 }
 
 pub(crate) fn is_exec(import: &str) -> bool {
@@ -63,11 +82,24 @@ pub(crate) fn check_identity(name: &str, sha256: &str, grants: &PluginGrants) ->
 pub(crate) fn check_imports(imports: &[String], grants: &PluginGrants) -> Result<(), LoadError> {
     for import in imports {
         let denied = |why: String| LoadError::CapabilityDenied { interface: import.clone(), why };
-        if is_fetch(import) {
+        if is_fetch(import) || is_http_client(import) {
             if grants.net.is_empty() {
                 let how = grants.source.how_to_grant("network", "[\"HOST\", …]", "--allow-host PATTERN");
                 return Err(denied(format!(
                     "no network hosts are granted to this plugin (grant some with {how})"
+                )));
+            }
+            continue;
+        }
+        if is_config(import) {
+            if grants.config.is_empty() {
+                let how = grants.source.how_to_grant(
+                    "config",
+                    "{ KEY = \"value\", KEY2 = { env = \"NAME\" } }",
+                    "a policy entry",
+                );
+                return Err(denied(format!(
+                    "no config values are granted to this plugin (grant some with {how})"
                 )));
             }
             continue;
@@ -100,7 +132,7 @@ pub(crate) fn check_imports(imports: &[String], grants: &PluginGrants) -> Result
             continue;
         }
         let why = if import.starts_with("wasi:http/") {
-            "plugins get no raw HTTP; network access is only through the host's pinned fetch"
+            "plugins may make outgoing requests (wasi:http/outgoing-handler) but never serve HTTP"
         } else {
             "the host does not provide this interface to plugins"
         };
@@ -116,6 +148,10 @@ pub struct Requested {
     pub filesystem: bool,
     /// It imports `toolhost:plugin/fetch` (it needs network hosts).
     pub fetch: bool,
+    /// It imports `wasi:http`'s client interfaces (it needs network hosts).
+    pub http: bool,
+    /// It imports `wasi:config/store` (it needs `config` values in its entry).
+    pub config: bool,
     /// It imports `wasi:sockets` (only ever stubbed).
     pub sockets: bool,
     /// It imports `toolhost:plugin/exec` (it needs an exec grant).
@@ -133,6 +169,10 @@ impl Requested {
         for import in imports {
             if is_fetch(import) {
                 requested.fetch = true;
+            } else if is_http_client(import) {
+                requested.http = true;
+            } else if is_config(import) {
+                requested.config = true;
             } else if is_exec(import) {
                 requested.exec = true;
             } else if import.starts_with(SOCKETS_PREFIX) {

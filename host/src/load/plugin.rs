@@ -10,7 +10,9 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Linker;
 
-use super::capabilities::{check_identity, check_imports, imports_of, is_exec, is_fetch};
+use super::capabilities::{
+    check_identity, check_imports, imports_of, is_config, is_exec, is_fetch, is_http_client,
+};
 use crate::bindings::HostPluginPre as PluginPre;
 use crate::engine::Engine;
 use crate::error::LoadError;
@@ -79,7 +81,8 @@ impl Plugin {
         let component = loaded.component;
         let imports = imports_of(engine.wasmtime(), &component);
         check_imports(&imports, grants)?;
-        let net = imports.iter().any(|i| is_fetch(i)).then(|| Arc::new(grants.net.clone()));
+        let net =
+            imports.iter().any(|i| is_fetch(i) || is_http_client(i)).then(|| Arc::new(grants.net.clone()));
 
         let instance_pre = linker
             .instantiate_pre(&component)
@@ -95,6 +98,10 @@ impl Plugin {
             pre,
             name: name.into(),
             env: grants.env.clone().into(),
+            config: match imports.iter().any(|i| is_config(i)) {
+                true => grants.config.iter().map(|c| (c.key.clone(), c.value.clone())).collect(),
+                false => Vec::new().into(),
+            },
         };
         let tools = crate::sandbox::list_tools(&prepared, &grants.limits)
             .await
@@ -109,7 +116,7 @@ impl Plugin {
             net,
             exec: None,
             read_dirs: grants.read_dirs.clone().into(),
-            redactor: Redactor::new(&grants.env),
+            redactor: Redactor::new(&secrets(grants)),
             grants: grants.clone(),
         })
     }
@@ -201,4 +208,11 @@ impl Plugin {
     pub(crate) fn prepared(&self) -> &Prepared {
         &self.prepared
     }
+}
+
+/// What the plugin's redactor removes: its granted env values, and the config values
+/// taken from the host environment.
+fn secrets(grants: &PluginGrants) -> Vec<(String, String)> {
+    let from_env = grants.config.iter().filter_map(|c| Some((c.from_env.clone()?, c.value.clone())));
+    grants.env.iter().cloned().chain(from_env).collect()
 }

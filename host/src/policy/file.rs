@@ -62,6 +62,8 @@ struct RawPlugin {
     #[serde(default)]
     limits: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
     exec: Option<RawExecGrant>,
+    #[serde(default)]
+    config: BTreeMap<Spanned<String>, super::config::ConfigSource>,
 }
 
 fn no_fs() -> FsGrant {
@@ -120,6 +122,15 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             None => Default::default(),
         };
         let limits = limit_overrides(&plugin.limits, key).map_err(|(span, e)| at(span, e))?;
+        let config = plugin
+            .config
+            .iter()
+            .map(|(k, v)| {
+                super::config::check_key(k.get_ref())
+                    .map(|()| (k.get_ref().clone(), v.clone()))
+                    .map_err(|e| at(k.span(), format!("plugins.{key}.config: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let read_dirs = plugin.read_dirs.iter().map(|d| base.join(d.get_ref())).collect::<Vec<PathBuf>>();
         plugins.push(PluginEntry {
             name: key.clone(),
@@ -132,6 +143,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             sockets: plugin.sockets,
             exec,
             limits,
+            config,
         });
     }
     let sections = Sections {

@@ -85,6 +85,8 @@ pub struct PluginGrants {
     pub net: NetGrant,
     /// The environment each call sees: exactly these variables.
     pub env: Vec<(String, String)>,
+    /// What `wasi:config/store` answers (used only if it imports the interface).
+    pub config: Vec<crate::policy::config::ConfigValue>,
     /// What to do with `wasi:sockets` imports.
     pub sockets: Sockets,
     /// The programs it may start (used only if it imports exec).
@@ -105,6 +107,7 @@ impl PluginGrants {
             read_dirs: Vec::new(),
             net: NetGrant::default(),
             env: Vec::new(),
+            config: Vec::new(),
             sockets: Sockets::Refuse,
             exec: ExecGrant::default(),
             limits,

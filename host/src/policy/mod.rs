@@ -43,6 +43,7 @@
 //! rules back, comments kept).
 
 mod approver;
+pub mod config;
 mod edit;
 pub mod env;
 pub mod exec;
@@ -103,6 +104,8 @@ pub struct PluginEntry {
     pub exec: crate::imports::exec::ExecGrant,
     /// Its limits.
     pub limits: LimitOverrides,
+    /// What `wasi:config/store` gives it (`config = { KEY = "value" | { env = "NAME" } }`).
+    pub config: Vec<(String, config::ConfigSource)>,
 }
 
 impl PluginEntry {
@@ -123,10 +126,12 @@ impl PluginEntry {
         allow_private: bool,
         host_env: impl IntoIterator<Item = (String, String)>,
     ) -> PluginGrants {
+        let host_env: Vec<(String, String)> = host_env.into_iter().collect();
         PluginGrants {
             fs: self.filesystem,
             read_dirs: self.read_dirs.clone(),
             net: NetGrant { hosts: self.network.clone(), allow_private },
+            config: config::resolve(&self.config, &host_env),
             env: env::select(&self.env, host_env),
             sockets: self.sockets,
             exec: self.exec.clone(),

@@ -42,6 +42,8 @@ pub(crate) struct Prepared<P = HostPluginPre<CallState>> {
     pub(crate) name: Arc<str>,
     /// The environment granted to it.
     pub(crate) env: Arc<[(String, String)]>,
+    /// What `wasi:config/store` answers it (empty unless it imports the interface).
+    pub(crate) config: crate::imports::config::ConfigValues,
 }
 
 /// Run `tool` with `args_json` in a fresh instance. Never panics; every way a call

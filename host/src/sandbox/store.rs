@@ -10,9 +10,11 @@ use super::Prepared;
 use super::pipe::CappedPipe;
 use crate::bindings::toolhost::plugin::types;
 use crate::error::{CallError, LoadError, codes};
+use crate::imports::config::{ConfigValues, ConfigView};
 use crate::imports::exec::{ExecAccess, host::ExecView};
 use crate::imports::fetch::{NetAccess, host::FetchView};
 use crate::imports::files::FilesView;
+use crate::imports::http::HttpState;
 use crate::imports::log::{LogState, LogView};
 use crate::imports::wasi_fs::{FsGuard, GuardedFs};
 use crate::imports::{CallInfo, FsAccess};
@@ -24,7 +26,7 @@ pub(crate) struct StoreSpec<'a> {
     pub(crate) call_id: &'a str,
     /// The filesystem it holds.
     pub(crate) fs: FsAccess,
-    /// Its network access: `Some` only for a plugin that imports fetch.
+    /// Its network access: `Some` only for a plugin that imports fetch or `wasi:http`.
     pub(crate) net: Option<NetAccess>,
     /// Its exec access: `Some` only for a plugin that imports exec.
     pub(crate) exec: Option<ExecAccess>,
@@ -61,6 +63,8 @@ pub(crate) struct CallState {
     fs: FsAccess,
     log: LogState,
     net: Option<NetAccess>,
+    http: HttpState,
+    config: ConfigValues,
     exec: Option<ExecAccess>,
     pub(super) fs_guard: FsGuard,
 }
@@ -97,15 +101,15 @@ pub(crate) fn new_store<P>(
         wasi.preopened_dir(dir, dir.to_string_lossy(), FsPerms::ReadOnly)
             .map_err(|e| host_err("read-only dir", dir, e))?;
     }
+    let call =
+        CallInfo { plugin: prepared.name.clone(), call_id: spec.call_id.into(), deadline: spec.deadline.at };
     let state = CallState {
         wasi: wasi.build(),
         table: ResourceTable::new(),
         limiter: MemoryLimiter { cap: limits.memory_bytes, refused: false },
-        call: CallInfo {
-            plugin: prepared.name.clone(),
-            call_id: spec.call_id.into(),
-            deadline: spec.deadline.at,
-        },
+        http: HttpState::new(spec.net.clone(), call.clone()),
+        config: prepared.config.clone(),
+        call,
         fs: spec.fs,
         log: LogState::default(),
         net: spec.net,
@@ -141,6 +145,14 @@ impl CallState {
         FetchView { net: self.net.as_ref(), call: &self.call }
     }
 
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        self.http.view(&mut self.table)
+    }
+
+    fn config(&mut self) -> ConfigView<'_> {
+        ConfigView { values: Some(&self.config) }
+    }
+
     fn exec(&mut self) -> ExecView<'_> {
         ExecView { exec: self.exec.as_ref(), fs: &self.fs, call: &self.call }
     }
@@ -167,6 +179,8 @@ pub(crate) fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, Loa
     crate::imports::files::add_to_linker(&mut linker, CallState::files).map_err(LoadError::engine)?;
     crate::imports::fetch::host::add_to_linker(&mut linker, CallState::fetch).map_err(LoadError::engine)?;
     crate::imports::exec::host::add_to_linker(&mut linker, CallState::exec).map_err(LoadError::engine)?;
+    crate::imports::http::add_to_linker(&mut linker, CallState::http).map_err(LoadError::engine)?;
+    crate::imports::config::add_to_linker(&mut linker, CallState::config).map_err(LoadError::engine)?;
     Ok(linker)
 }
 

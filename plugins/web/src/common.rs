@@ -123,7 +123,8 @@ pub fn classify(media: Option<&str>, body: &[u8]) -> BodyKind {
 }
 
 /// Classify a body by its first bytes: HTML when it starts like an HTML
-/// document, binary when it has a NUL byte or is not UTF-8, text otherwise.
+/// document, binary when it has a NUL byte or is neither UTF-8 nor declares its
+/// charset in a `<meta>` tag, text otherwise.
 fn sniff(body: &[u8]) -> BodyKind {
     let probe = &body[..body.len().min(BINARY_PROBE)];
     if probe.contains(&0) {
@@ -131,7 +132,7 @@ fn sniff(body: &[u8]) -> BodyKind {
     }
     if let Err(e) = std::str::from_utf8(probe) {
         // A character cut at the end of the probe is still text.
-        if e.error_len().is_some() {
+        if e.error_len().is_some() && crate::charset::from_meta(probe).is_none() {
             return BodyKind::Binary;
         }
     }
@@ -143,7 +144,12 @@ fn sniff(body: &[u8]) -> BodyKind {
     }
 }
 
-/// HTML as readable text: block structure kept, links as numbered
+/// The HTML of `resp` as readable text ([`html_to_text`]), decoded from its charset.
+pub fn page_text(resp: &Response) -> String {
+    html_to_text(crate::charset::decode(resp).as_bytes())
+}
+
+/// HTML (UTF-8) as readable text: block structure kept, links as numbered
 /// footnotes listed at the end. Falls back to the raw source when the
 /// renderer refuses the document.
 pub fn html_to_text(html: &[u8]) -> String {
@@ -283,6 +289,8 @@ pub(crate) mod tests {
         assert_eq!(classify(Some("application/x-custom"), b"\x89PNG\r\n\x1a\n\0\0"), Binary);
         assert_eq!(classify(None, b"  <!DOCTYPE html><p>hi"), Html);
         assert_eq!(classify(None, b"caf\xe9 au lait"), Binary);
+        // ... unless it declares its charset.
+        assert_eq!(classify(None, b"<meta charset=windows-1252><p>caf\xe9"), Text);
         // A multi-byte character cut at the probe's end is not binary.
         let mut long = "a".repeat(BINARY_PROBE - 1).into_bytes();
         long.extend_from_slice("é".as_bytes());

@@ -94,8 +94,8 @@ pub fn render(resp: &Response, max_chars: usize) -> Result<Output, ToolError> {
     }
 
     let text = match kind {
-        BodyKind::Html => common::html_to_text(&resp.body),
-        _ => String::from_utf8_lossy(&resp.body).into_owned(),
+        BodyKind::Html => common::page_text(resp),
+        _ => crate::charset::decode(resp),
     };
     let total_chars = text.chars().count();
     let cut = if text.trim().is_empty() {

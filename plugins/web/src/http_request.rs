@@ -143,7 +143,7 @@ pub fn render(resp: &Response, max_chars: usize) -> Result<Output, ToolError> {
     } else if common::classify(media.as_deref(), &resp.body) == BodyKind::Binary {
         out.push_str(&common::binary_summary(resp));
     } else {
-        cut = common::push_clamped(&mut out, &String::from_utf8_lossy(&resp.body), max_chars);
+        cut = common::push_clamped(&mut out, &crate::charset::decode(resp), max_chars);
     }
 
     if !common::is_success(resp.status) {

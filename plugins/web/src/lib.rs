@@ -15,6 +15,7 @@
 
 use toolhost_guest::{Tool, tool};
 
+pub mod charset;
 pub mod common;
 pub mod fetch_url;
 pub mod http_request;

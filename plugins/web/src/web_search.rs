@@ -109,7 +109,7 @@ pub fn render(resp: &Response, query: &str, max: usize) -> Result<Output, ToolEr
         match kind {
             BodyKind::Binary => shown.push_str(&common::binary_summary(resp)),
             _ => {
-                common::push_clamped(&mut shown, &common::html_to_text(&resp.body), ERROR_PAGE_CHARS);
+                common::push_clamped(&mut shown, &common::page_text(resp), ERROR_PAGE_CHARS);
             }
         }
         return Err(common::http_error(resp.status, shown));
@@ -120,7 +120,7 @@ pub fn render(resp: &Response, query: &str, max: usize) -> Result<Output, ToolEr
             format!("the search page {} answered with {}", resp.final_url, common::binary_summary(resp)),
         ));
     }
-    let results = parse_results(&String::from_utf8_lossy(&resp.body), max);
+    let results = parse_results(&crate::charset::decode(resp), max);
     let content =
         if results.is_empty() { format!("no results for {query:?}") } else { format_results(&results) };
     Ok(Output::text(content).with_metadata(json!({

@@ -2,7 +2,7 @@
 //! to a vetted one), redirects by hand, and every limit. Free of WIT types, so it is
 //! tested on its own.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -13,9 +13,10 @@ use http_body_util::Full;
 use rustls::ClientConfig;
 use url::{Host, Position, Url};
 
-use super::exchange::{self, BodyPlan, Received};
+use super::connect;
+use super::exchange::{self, BodyPlan, Received, Stream};
 use super::net::{Connector, Resolver};
-use super::types::{FetchError, FetchRequest, FetchResponse};
+use super::types::{FetchError, FetchRequest, FetchResponse, OpenError};
 use super::vet;
 use super::{FetchLimits, NetGrant};
 
@@ -117,7 +118,7 @@ impl FetchClient {
     }
 
     /// Vet `raw` and check its host against the grant.
-    fn check_url(&self, grant: &NetGrant, raw: &str) -> Result<Url, FetchError> {
+    pub(crate) fn check_url(&self, grant: &NetGrant, raw: &str) -> Result<Url, FetchError> {
         let url = vet::vet_url(raw, grant.allow_private)?;
         let host = url.host_str().unwrap_or_default();
         if !vet::host_allowed(&grant.hosts, host) {
@@ -206,37 +207,13 @@ impl FetchClient {
         }
     }
 
-    /// One hop: resolve once, vet every address, connect to a vetted one, exchange.
+    /// One hop: open a stream to a vetted address, exchange.
     async fn hop(&self, grant: &NetGrant, hop: &Hop, cap: u64) -> Result<Received, FetchError> {
-        let url = &hop.url;
-        let host = url.host().ok_or_else(|| FetchError::InvalidUrl("URL has no host".into()))?;
-        let port = url
-            .port_or_known_default()
-            .ok_or_else(|| FetchError::InvalidUrl(format!("no port for {url}")))?;
-        // The one lookup of this hop: what is vetted here is what is connected to.
-        let (name, addrs): (String, Vec<IpAddr>) = match &host {
-            Host::Domain(name) => {
-                let addrs = self
-                    .resolver
-                    .lookup(name)
-                    .await
-                    .map_err(|e| FetchError::Transport(format!("cannot resolve `{name}`: {e}")))?;
-                ((*name).to_owned(), addrs)
-            }
-            Host::Ipv4(ip) => (ip.to_string(), vec![IpAddr::V4(*ip)]),
-            Host::Ipv6(ip) => (ip.to_string(), vec![IpAddr::V6(*ip)]),
-        };
-        vet::vet_resolved(&name, &addrs, grant.allow_private)?;
-
-        let tcp = self.connect(&name, &addrs, port).await?;
+        let stream = self.open(grant, &hop.url).await?;
         let request = build_request(hop)?;
-        let tls = match url.scheme() {
-            "https" => Some((self.tls.clone().map_err(FetchError::Transport)?, &host)),
-            _ => None,
-        };
         let hard_cap = self.limits.hard_response_cap;
         let is_head = hop.method == Method::HEAD;
-        exchange::run(tcp, tls, request, |parts| {
+        exchange::run(stream, request, |parts| {
             if is_redirect(parts.status) && parts.headers.contains_key(header::LOCATION) {
                 return Ok(BodyPlan::Skip);
             }
@@ -252,22 +229,38 @@ impl FetchClient {
         .await
     }
 
-    /// Connect to the first vetted address that answers.
-    async fn connect(
-        &self,
-        name: &str,
-        addrs: &[IpAddr],
-        port: u16,
-    ) -> Result<tokio::net::TcpStream, FetchError> {
-        let mut failures = Vec::new();
-        for &ip in addrs.iter().take(8) {
-            let addr = SocketAddr::new(ip, port);
-            match self.connector.connect(addr).await {
-                Ok(stream) => return Ok(stream),
-                Err(e) => failures.push(format!("{addr}: {e}")),
+    /// A stream to the host of `url` (already checked with [`Self::check_url`]): its name
+    /// resolved once, every address vetted, one of them connected (happy eyeballs, each
+    /// attempt with its own timeout), TLS for https with the original name. There is no
+    /// second lookup, so a name that rebinds after the check is never reached.
+    pub(crate) async fn open(&self, grant: &NetGrant, url: &Url) -> Result<Stream, OpenError> {
+        let invalid = |m: String| OpenError::Denied(FetchError::InvalidUrl(m));
+        let host = url.host().ok_or_else(|| invalid("URL has no host".into()))?;
+        let port = url.port_or_known_default().ok_or_else(|| invalid(format!("no port for {url}")))?;
+        let (name, addrs): (String, Vec<IpAddr>) = match &host {
+            Host::Domain(name) => {
+                let addrs = self
+                    .resolver
+                    .lookup(name)
+                    .await
+                    .map_err(|e| OpenError::NotFound(format!("cannot resolve `{name}`: {e}")))?;
+                ((*name).to_owned(), addrs)
             }
-        }
-        Err(FetchError::Transport(format!("cannot connect to `{name}` ({})", failures.join("; "))))
+            Host::Ipv4(ip) => (ip.to_string(), vec![IpAddr::V4(*ip)]),
+            Host::Ipv6(ip) => (ip.to_string(), vec![IpAddr::V6(*ip)]),
+        };
+        vet::vet_resolved(&name, &addrs, grant.allow_private).map_err(|e| OpenError::Denied(e.into()))?;
+        let tcp = connect::connect(&*self.connector, &addrs, port, self.limits.connect_timeout)
+            .await
+            .map_err(|f| OpenError::Connect {
+                timed_out: f.timed_out,
+                message: format!("cannot connect to `{name}` ({})", f.attempts.join("; ")),
+            })?;
+        let tls = match url.scheme() {
+            "https" => Some((self.tls.clone().map_err(OpenError::Tls)?, &host)),
+            _ => None,
+        };
+        exchange::tls(tcp, tls).await
     }
 }
 

@@ -208,6 +208,42 @@ async fn a_rebinding_name_is_never_connected_to_its_second_answer() {
 }
 
 #[tokio::test]
+async fn a_dead_first_address_does_not_eat_the_budget() {
+    let server = TestServer::start(|_| Reply::ok("second address")).await;
+    let rig = Rig::new(
+        ScriptedResolver::default().with("dual.test", &[PUBLIC, PUBLIC2]),
+        RecordingConnector::default().stall(PUBLIC).map(PUBLIC2, server.addr),
+    );
+    let mut req = FetchRequest::get("http://dual.test/");
+    req.timeout = Some(Duration::from_secs(5));
+    let started = Instant::now();
+    let r = rig.fetch(&public_only(), req).await.expect("the second address answers");
+    assert_eq!(r.body, b"second address");
+    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    let attempts = rig.connector.attempts();
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert_eq!(attempts[0].ip().to_string(), PUBLIC, "the first address is tried first");
+}
+
+#[tokio::test]
+async fn each_address_attempt_has_its_own_timeout() {
+    let (resolver, connector) = (
+        Arc::new(ScriptedResolver::default().with("dead.test", &[PUBLIC, PUBLIC2])),
+        Arc::new(RecordingConnector::default().stall(PUBLIC).stall(PUBLIC2)),
+    );
+    let limits = FetchLimits { connect_timeout: Duration::from_millis(400), ..FetchLimits::default() };
+    let client = FetchClient::new(resolver, connector.clone(), limits);
+    let started = Instant::now();
+    let r = client.fetch(&public_only(), FetchRequest::get("http://dead.test/"), None).await;
+    assert_eq!(code(&r), "transport", "{r:?}");
+    assert!(matches!(&r, Err(FetchError::Transport(m)) if m.contains("no answer within 400 ms")), "{r:?}");
+    // The second attempt starts 250 ms in and runs its own 400 ms: well before the 30 s budget.
+    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    assert_eq!(connector.attempts().len(), 2);
+    connector.assert_no_violation();
+}
+
+#[tokio::test]
 async fn a_name_with_any_blocked_address_is_refused_before_connecting() {
     let rig = Rig::new(
         ScriptedResolver::default().with("mixed.test", &[PUBLIC, "10.1.2.3"]).with("empty.test", &[]),

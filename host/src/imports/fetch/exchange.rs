@@ -1,5 +1,6 @@
-//! One HTTP/1.1 exchange over one stream the client connected itself: optional TLS, then
-//! hyper's client connection, then the response head and (capped) body.
+//! One HTTP/1.1 exchange over one stream the client connected itself: optional TLS
+//! ([`tls`]), then hyper's client connection (over [`TokioIo`]), then the response head and
+//! (capped) body.
 //!
 //! Nothing is spawned: the connection is driven inside the same future as the request, so
 //! dropping that future (timeout, the call's deadline or cancellation) closes the socket
@@ -14,14 +15,21 @@ use http::response::Parts;
 use http::{HeaderMap, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use url::Host;
 
-use super::io::HyperIo;
-use super::types::FetchError;
+use super::types::{FetchError, OpenError};
+
+/// A connected stream, plain or TLS, ready for HTTP.
+pub(crate) trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
+
+/// A boxed [`Io`].
+pub(crate) type Stream = Box<dyn Io>;
 
 /// What came back from one exchange.
 pub(super) struct Received {
@@ -41,6 +49,11 @@ pub(super) enum BodyPlan {
 
 /// `transport` with the whole error chain.
 pub(super) fn transport(what: &str, err: &(dyn StdError + 'static)) -> FetchError {
+    FetchError::Transport(chain(what, err))
+}
+
+/// `what: err: its source: …`.
+pub(crate) fn chain(what: &str, err: &(dyn StdError + 'static)) -> String {
     let mut text = format!("{what}: {err}");
     let mut source = err.source();
     while let Some(e) = source {
@@ -48,7 +61,7 @@ pub(super) fn transport(what: &str, err: &(dyn StdError + 'static)) -> FetchErro
         text.push_str(&e.to_string());
         source = e.source();
     }
-    FetchError::Transport(text)
+    text
 }
 
 /// The TLS settings of every https hop: the webpki roots, the `ring` provider, HTTP/1.1
@@ -85,27 +98,30 @@ fn server_name(host: &Host<&str>) -> Result<ServerName<'static>, FetchError> {
     }
 }
 
-/// Run one exchange over `tcp`, through TLS for `host` when `tls` is given.
-pub(super) async fn run<F>(
+/// `tcp` as is, or through TLS for `host` when `tls` is given.
+pub(super) async fn tls(
     tcp: TcpStream,
     tls: Option<(Arc<ClientConfig>, &Host<&str>)>,
+) -> Result<Stream, OpenError> {
+    let Some((config, host)) = tls else { return Ok(Box::new(tcp)) };
+    let name = server_name(host).map_err(OpenError::Denied)?;
+    let stream = tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .map_err(|e| OpenError::Tls(chain("TLS handshake failed", &e)))?;
+    Ok(Box::new(stream))
+}
+
+/// Run one exchange over `stream`.
+pub(super) async fn run<F>(
+    stream: Stream,
     request: Request<Full<Bytes>>,
     plan: F,
 ) -> Result<Received, FetchError>
 where
     F: FnOnce(&Parts) -> Result<BodyPlan, FetchError>,
 {
-    match tls {
-        None => over(tcp, request, plan).await,
-        Some((config, host)) => {
-            let name = server_name(host)?;
-            let stream = tokio_rustls::TlsConnector::from(config)
-                .connect(name, tcp)
-                .await
-                .map_err(|e| transport("TLS handshake failed", &e))?;
-            over(stream, request, plan).await
-        }
-    }
+    over(stream, request, plan).await
 }
 
 /// HTTP/1.1 over a connected stream.
@@ -115,7 +131,7 @@ where
     F: FnOnce(&Parts) -> Result<BodyPlan, FetchError>,
 {
     let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
-        .handshake::<_, Full<Bytes>>(HyperIo::new(stream))
+        .handshake::<_, Full<Bytes>>(TokioIo::new(stream))
         .await
         .map_err(|e| transport("HTTP handshake failed", &e))?;
     let work = async move {

@@ -7,7 +7,8 @@
 //!    checks the host against the plugin's [`NetGrant`] ([`vet::host_allowed`]);
 //! 2. resolves the name **once** with the injected [`Resolver`] and vets every address
 //!    ([`vet::vet_resolved`]: one blocked address refuses the hop);
-//! 3. connects with the injected [`Connector`] to a vetted address only — there is no
+//! 3. connects with the injected [`Connector`] to a vetted address only (happy eyeballs
+//!    over the vetted addresses, each attempt with its own timeout) — there is no
 //!    second lookup, so a name that rebinds to a private address after the check is never
 //!    reached — while the original host name is kept for TLS SNI and the `Host` header;
 //! 4. speaks HTTP/1.1 (hyper's client connection) over TLS (rustls with the `ring`
@@ -24,14 +25,15 @@
 //! manages) and a default `user-agent`.
 //!
 //! Modules: [`vet`] (pure checks), `net` ([`Resolver`], [`Connector`]), `types` (request,
-//! response, error), `client` (the hops, redirects and limits), `exchange` (one HTTP/1.1
-//! exchange over one stream), `io` (tokio streams as hyper I/O), `host` (the WIT-facing
-//! glue on the per-call state).
+//! response, error), `client` (the hops, redirects and limits), `connect` (happy eyeballs
+//! over the vetted addresses), `exchange` (TLS, one HTTP/1.1 exchange over one stream),
+//! `host` (the WIT-facing glue on the per-call state). `wasi:http` (`imports::http`) opens
+//! its streams through the same [`FetchClient`].
 
 mod client;
+mod connect;
 mod exchange;
 pub(crate) mod host;
-mod io;
 mod net;
 mod types;
 pub(crate) mod vet;
@@ -42,6 +44,7 @@ use std::time::Duration;
 
 pub use client::FetchClient;
 pub use net::{Connect, Connector, Lookup, Resolver, SystemResolver, TcpConnector};
+pub(crate) use types::OpenError;
 pub use types::{FetchError, FetchRequest, FetchResponse};
 pub use vet::HostPattern;
 
@@ -78,6 +81,13 @@ pub struct FetchLimits {
     pub max_redirects: usize,
     /// Total bytes of request header names and values a plugin may send.
     pub max_request_headers: usize,
+    /// Longest one connection attempt to one address may take (the next vetted address
+    /// is tried beside it after 250 ms either way).
+    pub connect_timeout: Duration,
+    /// Requests one call may make over `wasi:http` (`connection-limit-reached` past it).
+    pub max_requests_per_call: usize,
+    /// Requests one call may have open over `wasi:http` at once.
+    pub max_open_requests: usize,
 }
 
 impl Default for FetchLimits {
@@ -89,6 +99,9 @@ impl Default for FetchLimits {
             timeout: Duration::from_secs(30),
             max_redirects: 5,
             max_request_headers: 64 << 10,
+            connect_timeout: Duration::from_secs(10),
+            max_requests_per_call: 256,
+            max_open_requests: 16,
         }
     }
 }

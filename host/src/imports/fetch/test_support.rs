@@ -58,6 +58,7 @@ impl Resolver for ScriptedResolver {
 #[derive(Default)]
 pub(super) struct RecordingConnector {
     map: HashMap<IpAddr, SocketAddr>,
+    stalled: Vec<IpAddr>,
     pub(super) attempts: Mutex<Vec<SocketAddr>>,
     pub(super) violations: Mutex<Vec<SocketAddr>>,
 }
@@ -67,6 +68,12 @@ impl RecordingConnector {
     pub(super) fn map(mut self, public: &str, to: SocketAddr) -> Self {
         assert!(to.ip().is_loopback(), "a stand-in must be on loopback");
         self.map.insert(public.parse().expect("test IP"), to);
+        self
+    }
+
+    /// Connections to `ip` never answer (a dead address that drops SYNs).
+    pub(super) fn stall(mut self, ip: &str) -> Self {
+        self.stalled.push(ip.parse().expect("test IP"));
         self
     }
 
@@ -84,6 +91,9 @@ impl RecordingConnector {
 impl Connector for RecordingConnector {
     fn connect(&self, addr: SocketAddr) -> Connect<'_> {
         self.attempts.lock().expect("lock").push(addr);
+        if self.stalled.contains(&addr.ip()) {
+            return Box::pin(std::future::pending());
+        }
         let target = match self.map.get(&addr.ip()) {
             Some(to) => Some(*to),
             None if addr.ip().is_loopback() => Some(addr),

@@ -105,3 +105,34 @@ impl From<VetError> for FetchError {
         }
     }
 }
+
+/// Why no stream to a hop's host was opened: finer than [`FetchError`], so that
+/// `wasi:http` can answer with the precise `error-code`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum OpenError {
+    /// Refused by a rule before any connection: a blocked address, a host not granted,
+    /// an invalid URL.
+    Denied(FetchError),
+    /// The name did not resolve.
+    NotFound(String),
+    /// No vetted address answered; `timed_out` when every attempt ran out of time.
+    Connect {
+        /// Every attempt timed out.
+        timed_out: bool,
+        /// What happened, per address.
+        message: String,
+    },
+    /// The TLS handshake failed.
+    Tls(String),
+}
+
+impl From<OpenError> for FetchError {
+    fn from(err: OpenError) -> Self {
+        match err {
+            OpenError::Denied(e) => e,
+            OpenError::NotFound(m) | OpenError::Connect { message: m, .. } | OpenError::Tls(m) => {
+                Self::Transport(m)
+            }
+        }
+    }
+}
