@@ -7,9 +7,8 @@
 //! they are, and refuses (and records as a violation) anything else without opening a
 //! socket. Every test asserts there was no violation.
 
-use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,6 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use toolhost::{CancellationToken, Host, HostPattern, LoadError, NetworkSettings, ToolCall, ToolResult};
-use toolhost::{Connect, Connector, Lookup, Resolver};
 use toolhost_tests::net::{RecordingConnector, ScriptedResolver};
 use toolhost_tests::{HOSTILE_WASM, NET_WASM, test_engine_settings, toolhost_bin};
 
