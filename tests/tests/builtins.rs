@@ -472,7 +472,7 @@ async fn the_builtins_declare_their_effects() {
     assert_eq!(
         effects,
         [
-            ("edit_file", false, false),
+            ("edit_file", false, true),
             ("find_files", true, false),
             ("grep_files", true, false),
             ("list_dir", true, false),

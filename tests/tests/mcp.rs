@@ -118,8 +118,99 @@ async fn a_call_returns_text_and_structured_metadata() {
     assert_eq!(result.is_error, Some(false), "{result:?}");
     let body = text(&result);
     assert!(body.contains("alpha") && body.contains("beta"), "{body:?}");
-    let meta = result.structured_content.as_ref().expect("structuredContent");
-    assert_eq!(meta["sha256"], json!(hex::encode(Sha256::digest(content))));
+    let structured = result.structured_content.as_ref().expect("structuredContent");
+    assert_eq!(structured["metadata"]["sha256"], json!(hex::encode(Sha256::digest(content))));
+    client.cancel().await.unwrap();
+}
+
+/// A client that shows the model only `structuredContent` still shows it the
+/// file (and a failure's code), and every tool declares the schema it fits.
+#[tokio::test(flavor = "multi_thread")]
+async fn structured_content_alone_carries_what_the_model_reads() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let client = client(work.path(), &[]).await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    for tool in &tools {
+        let schema =
+            tool.output_schema.as_ref().unwrap_or_else(|| panic!("{} has no outputSchema", tool.name));
+        assert_eq!(schema.get("required"), Some(&json!(["output"])), "{}", tool.name);
+    }
+    let schema = Value::Object((*tools[0].output_schema.clone().unwrap()).clone());
+    let read = call(&client, "read_file", json!({"path": "notes.txt"})).await;
+    let structured = read.structured_content.clone().expect("structuredContent");
+    let output = structured["output"].as_str().expect("output text");
+    assert!(output.contains("alpha") && output.contains("beta"), "{structured}");
+    assert_eq!(output, text(&read));
+    assert!(jsonschema::is_valid(&schema, &structured), "{structured}");
+    let escape = call(&client, "read_file", json!({"path": "../x"})).await;
+    let structured = escape.structured_content.clone().expect("structuredContent of a failure");
+    assert_eq!(structured["error"], "path_escape");
+    assert!(structured["output"].as_str().unwrap().starts_with("path_escape: "), "{structured}");
+    assert!(jsonschema::is_valid(&schema, &structured), "{structured}");
+    client.cancel().await.unwrap();
+}
+
+/// Every builtin's hints, against what it does: writes that overwrite or
+/// remove are destructive, reads are idempotent, only network tools are
+/// open-world; and no schema carries a non-standard `format`.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_builtin_has_honest_hints_and_standard_schemas() {
+    let work = tempfile::tempdir().unwrap();
+    let client = client(work.path(), &[]).await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    // (read_only, destructive, idempotent, open_world)
+    let expected = [
+        ("disk_usage", (true, false, true, false)),
+        ("edit_file", (false, true, false, false)),
+        ("env_get", (true, false, true, false)),
+        ("fetch_url", (true, false, true, true)),
+        ("find_files", (true, false, true, false)),
+        ("git", (true, false, true, false)),
+        ("grep_files", (true, false, true, false)),
+        ("http_request", (false, true, false, true)),
+        ("list_dir", (true, false, true, false)),
+        ("process_list", (true, false, true, false)),
+        ("read_file", (true, false, true, false)),
+        ("read_output", (true, false, true, false)),
+        ("terminal", (false, true, false, false)),
+        ("tree", (true, false, true, false)),
+        ("web_search", (true, false, true, true)),
+        ("write_file", (false, true, false, false)),
+    ];
+    for (name, (read_only, destructive, idempotent, open_world)) in expected {
+        let tool = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} not listed"));
+        let hints = tool.annotations.clone().unwrap();
+        assert_eq!(
+            (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint, hints.open_world_hint),
+            (Some(read_only), Some(destructive), Some(idempotent), Some(open_world)),
+            "{name}"
+        );
+    }
+    fn formats(value: &Value, found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(f)) = map.get("format") {
+                    found.push(f.clone());
+                }
+                map.values().for_each(|v| formats(v, found));
+            }
+            Value::Array(items) => items.iter().for_each(|v| formats(v, found)),
+            _ => {}
+        }
+    }
+    for tool in &tools {
+        let mut found = Vec::new();
+        formats(&Value::Object((*tool.input_schema).clone()), &mut found);
+        assert!(
+            found.iter().all(|f| ["uri", "date-time", "regex"].contains(&f.as_str())),
+            "{}: {found:?}",
+            tool.name
+        );
+    }
+    let read = tools.iter().find(|t| t.name == "read_output").unwrap();
+    let limit = &read.input_schema["properties"]["limit"];
+    assert!(limit.get("maximum").is_some() && limit.get("format").is_none(), "{limit}");
     client.cancel().await.unwrap();
 }
 
@@ -131,7 +222,6 @@ async fn failures_are_tool_errors_that_start_with_the_code() {
     let escape = call(&client, "read_file", json!({"path": "../../etc/passwd"})).await;
     assert_eq!(escape.is_error, Some(true), "{escape:?}");
     assert!(text(&escape).starts_with("path_escape: "), "{:?}", text(&escape));
-    assert!(escape.structured_content.is_none());
 
     let unknown = call(&client, "nope", json!({})).await;
     assert_eq!(unknown.is_error, Some(true), "{unknown:?}");
@@ -184,6 +274,12 @@ struct Raw {
 impl Raw {
     /// Spawn `toolhost serve` and complete the `initialize` handshake.
     async fn start(work: &Path, extra: &[&str]) -> Self {
+        Self::start_as(work, extra, "2025-06-18").await
+    }
+
+    /// Spawn `toolhost serve` and complete an `initialize` handshake asking
+    /// for `revision` (which the server must agree to).
+    async fn start_as(work: &Path, extra: &[&str], revision: &str) -> Self {
         let mut child = serve_command(work, extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -194,13 +290,14 @@ impl Raw {
         let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut raw = Self { child, stdin, stdout };
         raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18",
+            "protocolVersion": revision,
             "capabilities": {},
             "clientInfo": {"name": "raw-test", "version": "0"},
         }}))
         .await;
         let (init, _) = raw.response(1).await;
         assert_eq!(init["result"]["serverInfo"]["name"], "toolhost", "{init}");
+        assert_eq!(init["result"]["protocolVersion"], revision, "{init}");
         raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
         raw
     }
@@ -226,6 +323,16 @@ impl Raw {
             serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
         assert_eq!(message["jsonrpc"], "2.0", "not a JSON-RPC message: {line}");
         Some(message)
+    }
+
+    /// The next line as JSON, whatever it is (a batch answer is an array).
+    async fn next_value(&mut self) -> Value {
+        let line = tokio::time::timeout(PATIENCE, self.stdout.next_line())
+            .await
+            .expect("the server wrote in time")
+            .expect("reading stdout")
+            .expect("output ended");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"))
     }
 
     /// Read up to the response to request `id`; also return every message
@@ -341,15 +448,27 @@ async fn a_long_call_reports_progress_until_it_ends() {
 async fn malformed_input_gets_errors_and_the_server_keeps_serving() {
     let work = tempfile::tempdir().unwrap();
     let mut raw = Raw::start(work.path(), &[]).await;
-    // Not JSON: ignored (no id to answer; the official SDKs agree).
+    // Not JSON: -32700 with a null id.
     raw.send_line("{not json").await;
-    // JSON but not a JSON-RPC message: "Invalid Request".
-    raw.send_line("[1, 2]").await;
+    let parse = raw.next().await.unwrap();
+    assert_eq!((&parse["id"], &parse["error"]["code"]), (&Value::Null, &json!(-32700)), "{parse}");
+    // JSON but no readable request: -32600 with a null id (the member is there).
+    for line in ["[1, 2]", "{}", "[]", "42", r#"{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}"#] {
+        raw.send_line(line).await;
+        let invalid = raw.next().await.unwrap();
+        assert_eq!(invalid["error"]["code"], -32600, "{line}: {invalid}");
+        assert!(
+            invalid.as_object().unwrap().contains_key("id") && invalid["id"].is_null(),
+            "{line}: {invalid}"
+        );
+    }
+    raw.send_line(r#"{"jsonrpc":"1.0","id":6,"method":"tools/list"}"#).await;
+    let old = raw.next().await.unwrap();
+    assert_eq!((&old["id"], &old["error"]["code"]), (&json!(6), &json!(-32600)), "{old}");
     raw.send_line(r#"{"jsonrpc":"2.0","id":7,"method":"nope"}"#).await;
     let (error, before) = raw.response(7).await;
     assert_eq!(error["error"]["code"], -32601, "{error}");
-    assert_eq!(before.len(), 1, "{before:?}");
-    assert_eq!(before[0]["error"]["code"], -32600, "{before:?}");
+    assert!(before.is_empty(), "{before:?}");
 
     raw.send(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})).await;
     let (list, _) = raw.response(8).await;
@@ -360,6 +479,71 @@ async fn malformed_input_gets_errors_and_the_server_keeps_serving() {
     let (noop, _) = raw.response(9).await;
     assert_eq!(result_text(&noop), "ok");
     raw.finish().await;
+}
+
+/// `tools/call` whose params don't fit is `-32602 Invalid params` with the
+/// request's id, never "method not found".
+#[tokio::test(flavor = "multi_thread")]
+async fn unfit_tools_call_params_are_invalid_params() {
+    let work = tempfile::tempdir().unwrap();
+    let mut raw = Raw::start(work.path(), &[]).await;
+    let cases = [
+        json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call"}),
+        json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name": "noop", "arguments": "x"}}),
+        json!({"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "noop", "arguments": [1]}}),
+        json!({"jsonrpc": "2.0", "id": 13, "method": "tools/call", "params": {"name": "noop", "arguments": 3}}),
+        json!({"jsonrpc": "2.0", "id": 14, "method": "tools/call", "params": {"arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 15, "method": "tools/call", "params": {"name": 5}}),
+        json!({"jsonrpc": "2.0", "id": 16, "method": "tools/call", "params": "noop"}),
+    ];
+    for (n, case) in cases.into_iter().enumerate() {
+        raw.send(case.clone()).await;
+        let (answer, _) = raw.response(10 + n as u64).await;
+        assert_eq!(answer["error"]["code"], -32602, "{case}: {answer}");
+    }
+    raw.call_tool(20, "noop", None).await;
+    let (noop, _) = raw.response(20).await;
+    assert_eq!(result_text(&noop), "ok");
+    raw.finish().await;
+}
+
+/// A 2025-03-26 session takes batches: one array back with every request's
+/// answer (invalid members answered in it, notifications not); other
+/// revisions refuse a batch with one -32600.
+#[tokio::test(flavor = "multi_thread")]
+async fn batches_are_answered_on_a_2025_03_26_session_only() {
+    let work = tempfile::tempdir().unwrap();
+    let mut raw = Raw::start_as(work.path(), &[], "2025-03-26").await;
+    raw.send(json!([
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "noop"}},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t", "progress": 1}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "noop", "arguments": "x"}},
+        7
+    ]))
+    .await;
+    let batch = raw.next_value().await;
+    let answers = batch.as_array().unwrap_or_else(|| panic!("a batch answer: {batch}"));
+    assert_eq!(answers.len(), 4, "{batch}");
+    let by_id =
+        |id: Value| answers.iter().find(|a| a["id"] == id).unwrap_or_else(|| panic!("no {id} in {batch}"));
+    assert_eq!(result_text(by_id(json!(2))), "ok");
+    assert!(by_id(json!(3))["result"]["tools"].is_array());
+    assert_eq!(by_id(json!(4))["error"]["code"], -32602);
+    assert_eq!(by_id(Value::Null)["error"]["code"], -32600);
+    // Notifications alone: no answer; the next request is answered alone.
+    raw.send(json!([{"jsonrpc": "2.0", "method": "notifications/initialized"}])).await;
+    raw.call_tool(5, "noop", None).await;
+    let (noop, before) = raw.response(5).await;
+    assert_eq!(result_text(&noop), "ok");
+    assert!(before.is_empty(), "{before:?}");
+    raw.finish().await;
+
+    let mut later = Raw::start_as(work.path(), &[], "2025-06-18").await;
+    later.send(json!([{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}])).await;
+    let refused = later.next().await.unwrap();
+    assert_eq!((&refused["id"], &refused["error"]["code"]), (&Value::Null, &json!(-32600)), "{refused}");
+    later.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -4,7 +4,7 @@
 //!
 //! [`plugin`] loads one component, [`capabilities`] judges its imports, [`spec`]
 //! bounds and converts its tool list, [`args`] compiles and applies argument
-//! schemas, [`registry`] holds every tool by name, [`inspect`] looks at a
+//! schemas, [`standard`] makes them standard JSON Schema, [`registry`] holds every tool by name, [`inspect`] looks at a
 //! component without registering it, [`builtins`] are the embedded components.
 
 pub(crate) mod args;
@@ -14,3 +14,4 @@ pub(crate) mod inspect;
 pub(crate) mod plugin;
 pub(crate) mod registry;
 pub(crate) mod spec;
+mod standard;

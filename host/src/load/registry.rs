@@ -79,7 +79,8 @@ impl Registry {
 
     /// Register every tool of `plugin`. Fails without registering any of
     /// them when a name is already taken (`duplicate_tool: NAME`) or a
-    /// schema does not compile.
+    /// schema does not compile. Schemas are made standard JSON Schema here
+    /// (`load::standard`).
     pub fn register(&mut self, plugin: Arc<Plugin>) -> Result<(), LoadError> {
         let runner = Runner::Wasm(plugin.clone());
         self.register_all(plugin.tools().iter().map(|spec| (spec.clone(), runner.clone())).collect())
@@ -92,7 +93,8 @@ impl Registry {
 
     fn register_all(&mut self, tools: Vec<(ToolSpec, Runner)>) -> Result<(), LoadError> {
         let mut staged: Vec<Tool> = Vec::with_capacity(tools.len());
-        for (spec, runner) in tools {
+        for (mut spec, runner) in tools {
+            super::standard::normalize(&mut spec.parameters);
             if self.tools.contains_key(&spec.name) || staged.iter().any(|t| t.spec.name == spec.name) {
                 return Err(LoadError::DuplicateTool(spec.name));
             }

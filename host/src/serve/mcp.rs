@@ -3,12 +3,13 @@
 //! every loaded tool.
 //!
 //! - `tools/list`: every registered tool, sorted by name, with its argument
-//!   schema as `inputSchema` and hints from its spec. The list is built once,
-//!   when the server is created.
+//!   schema as `inputSchema`, the shared `outputSchema` and hints from its
+//!   spec. The list is built once, when the server is created.
 //! - `tools/call`: one [`Host::execute`]. A tool's failure (unknown tool, bad
 //!   arguments, limits, cancellation) is a result with `isError: true` whose
 //!   text starts with the error code, never a JSON-RPC error: the model reads
-//!   it and can correct itself.
+//!   it and can correct itself. `structuredContent` repeats the text
+//!   (`super::result`).
 //! - `notifications/cancelled` cancels the request's token, which stops the
 //!   guest; the call ends `cancelled` (and rmcp drops the response).
 //! - A request with a progress token gets `notifications/progress` every
@@ -22,15 +23,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
-use crate::call::executor::{ToolCall, ToolResult};
+use crate::call::executor::ToolCall;
 use crate::call::host::Host;
 use crate::load::spec::ToolSpec;
 
@@ -85,12 +86,16 @@ impl ToolhostServer {
             .map(|(peer, token)| AbortOnDrop(tokio::spawn(report_progress(peer, token, call.name.clone()))));
         let result = self.host.execute(call).await;
         drop(ticker);
-        call_tool_result(result)
+        super::result::call_tool_result(result)
     }
 }
 
-/// The MCP view of one tool: name, description, `inputSchema`, hints.
-fn mcp_tool(spec: &ToolSpec, open_world: bool) -> Tool {
+/// The MCP view of one tool: name, description, `inputSchema`, the shared
+/// `outputSchema`, and hints derived from its spec: read-only tools are
+/// idempotent and not destructive; a tool that may overwrite or remove
+/// (`write_file`, `edit_file`, `terminal`, `http_request`) is destructive, one
+/// that only adds is not; network tools are open-world.
+pub(crate) fn mcp_tool(spec: &ToolSpec, open_world: bool) -> Tool {
     let schema = match &spec.parameters {
         Value::Object(schema) => schema.clone(),
         // Specs are validated as object schemas at load; keep the protocol's
@@ -102,50 +107,10 @@ fn mcp_tool(spec: &ToolSpec, open_world: bool) -> Tool {
         .destructive(spec.destructive && !spec.read_only)
         .idempotent(spec.read_only)
         .open_world(open_world);
-    Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema)).with_annotations(annotations)
-}
-
-/// Success: the output as text, the metadata as `structuredContent` when it
-/// is an object (the protocol's shape for it). Failure: `code: message`,
-/// then any output after a blank line, with `isError: true`. Either way, what the
-/// permissions and hooks decided is in `_meta["toolhost/permission"]`, and a hook's
-/// `halt` in `_meta["toolhost/halt"]` and a last line of text.
-fn call_tool_result(result: ToolResult) -> CallToolResult {
-    let mut meta = JsonObject::new();
-    if let Some(note) = &result.permission
-        && let Ok(value) = serde_json::to_value(note)
-    {
-        meta.insert("toolhost/permission".into(), value);
-    }
-    if result.halt {
-        meta.insert("toolhost/halt".into(), Value::Bool(true));
-    }
-    let halt = result.halt.then_some("\n\n[a hook asked for the turn to stop here]");
-    let mut out = tool_result(result);
-    if let Some(line) = halt {
-        out.content.push(ContentBlock::text(line.trim_start()));
-    }
-    if !meta.is_empty() {
-        out.meta = Some(rmcp::model::MetaObject(meta));
-    }
-    out
-}
-
-fn tool_result(result: ToolResult) -> CallToolResult {
-    if result.ok {
-        let mut out = CallToolResult::success(vec![ContentBlock::text(result.output)]);
-        out.structured_content = result.metadata.filter(Value::is_object);
-        return out;
-    }
-    let mut text = match &result.error {
-        Some(error) => error.to_string(),
-        None => crate::error::codes::HOST_ERROR.to_string(),
-    };
-    if !result.output.is_empty() {
-        text.push_str("\n\n");
-        text.push_str(&result.output);
-    }
-    CallToolResult::error(vec![ContentBlock::text(text)])
+    let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema))
+        .with_annotations(annotations);
+    tool.output_schema = Some(super::result::OUTPUT_SCHEMA.clone());
+    tool
 }
 
 /// Send `notifications/progress` every [`PROGRESS_INTERVAL`] until aborted:
@@ -207,11 +172,16 @@ impl ServerHandler for ToolhostServer {
     }
 }
 
-/// Serve `host`'s tools over stdin/stdout until the client closes stdin.
-/// Nothing but the protocol is written to stdout.
+/// Serve `host`'s tools over stdin/stdout until the client closes stdin,
+/// through the JSON-RPC front ([`super::framing`]). Nothing but the protocol
+/// is written to stdout.
 pub async fn serve_stdio(host: Arc<Host>) -> anyhow::Result<()> {
-    let running = ToolhostServer::new(host).serve(rmcp::transport::stdio()).await?;
-    let reason = running.waiting().await?;
-    tracing::info!(?reason, "MCP session ended");
-    Ok(())
+    let server = ToolhostServer::new(host);
+    super::framing::serve(tokio::io::stdin(), tokio::io::stdout(), |read, write| async move {
+        let running = server.serve((read, write)).await?;
+        let reason = running.waiting().await?;
+        tracing::info!(?reason, "MCP session ended");
+        Ok(())
+    })
+    .await
 }

@@ -1,4 +1,9 @@
-//! Serving the host's tools to agents: [`mcp`], the Model Context Protocol over
-//! stdio.
+//! Serving the host's tools to agents: [`mcp`], the Model Context Protocol
+//! (rmcp's server), behind [`framing`], a newline-delimited JSON-RPC front that
+//! answers malformed input and batches as JSON-RPC 2.0 requires
+//! ([`jsonrpc`]); [`result`] shapes a call's outcome.
 
+mod framing;
+mod jsonrpc;
 pub(crate) mod mcp;
+mod result;

@@ -44,7 +44,8 @@ pub fn tools() -> Vec<Tool> {
     vec![
         tool("read_file", read::DESCRIPTION, read::run).read_only(),
         tool("write_file", write::DESCRIPTION, write::run).destructive(),
-        tool("edit_file", edit::DESCRIPTION, edit::run),
+        // Replaces text in place: not additive, so destructive (MCP's sense).
+        tool("edit_file", edit::DESCRIPTION, edit::run).destructive(),
         tool("list_dir", list::DESCRIPTION, list::run).read_only(),
         tool("find_files", find::DESCRIPTION, find::run).read_only(),
         tool("grep_files", grep::DESCRIPTION, grep::run).read_only(),

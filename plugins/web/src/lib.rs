@@ -28,7 +28,9 @@ pub fn tools() -> Vec<Tool> {
         tool("fetch_url", fetch_url::DESCRIPTION, fetch_url::run)
             .read_only()
             .timeout_ms(common::TOOL_TIMEOUT_MS),
+        // PUT, PATCH and DELETE change or remove what the URL names.
         tool("http_request", http_request::DESCRIPTION, http_request::run)
+            .destructive()
             .timeout_ms(common::TOOL_TIMEOUT_MS),
         tool("web_search", web_search::DESCRIPTION, web_search::run).read_only(),
     ]

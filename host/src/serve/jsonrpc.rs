@@ -1,0 +1,200 @@
+//! What one incoming JSON-RPC 2.0 message is, before rmcp sees it: rmcp's own
+//! reading drops a line that is not JSON, answers an unreadable message without
+//! an `id` member and a request with unfit params as `Invalid request`. Here:
+//!
+//! - not JSON: `-32700 Parse error`, `"id": null`;
+//! - JSON but no JSON-RPC 2.0 message (`42`, `{}`, `{"jsonrpc":"1.0",…}`, an
+//!   `id` that is neither a string nor an integer): `-32600 Invalid Request`
+//!   with the `id` when it could be read, `null` otherwise;
+//! - a request whose `params` don't fit its method (`tools/call` without a
+//!   string `name`, with `arguments` that are not an object, without `params`):
+//!   `-32602 Invalid params` with its `id`;
+//! - anything else goes to rmcp unchanged.
+//!
+//! A notification or response that doesn't parse gets no answer (JSON-RPC
+//! never answers those); it is logged.
+
+use rmcp::model::ClientJsonRpcMessage;
+use serde_json::{Value, json};
+
+/// JSON-RPC 2.0: the message is not JSON.
+pub(crate) const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC 2.0: JSON, but not a valid request object.
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC 2.0: the method's parameters are invalid.
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+
+/// What to do with one incoming message.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Incoming {
+    /// A message rmcp reads as it is.
+    Forward,
+    /// Answer with this error response; rmcp never sees the message.
+    Answer(Value),
+    /// Drop it (a notification or response that does not parse): why.
+    Drop(String),
+}
+
+/// An error response with `id` (`Value::Null` when it could not be read).
+pub(crate) fn error_response(id: Value, code: i64, message: impl Into<String>) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+}
+
+/// The answer to a line that is not JSON: `-32700`, `"id": null`.
+pub(crate) fn parse_error(why: &serde_json::Error) -> Value {
+    error_response(Value::Null, PARSE_ERROR, format!("Parse error: {why}"))
+}
+
+/// Decide what to do with `message`, one parsed JSON value (a batch's members
+/// are decided one by one).
+pub(crate) fn classify(message: &Value) -> Incoming {
+    let Some(object) = message.as_object() else {
+        return Incoming::Answer(error_response(
+            Value::Null,
+            INVALID_REQUEST,
+            "Invalid Request: not an object",
+        ));
+    };
+    let id = object.get("id");
+    let readable_id = id.filter(|id| id.is_string() || id.is_i64() || id.is_u64()).cloned();
+    let invalid = |why: &str| {
+        Incoming::Answer(error_response(
+            readable_id.clone().unwrap_or(Value::Null),
+            INVALID_REQUEST,
+            format!("Invalid Request: {why}"),
+        ))
+    };
+    if object.get("jsonrpc") != Some(&json!("2.0")) {
+        return invalid("\"jsonrpc\" must be \"2.0\"");
+    }
+    if id.is_some() && readable_id.is_none() {
+        return invalid("\"id\" must be a string or an integer");
+    }
+    let Some(method) = object.get("method") else {
+        // A response (to a request of the server's, such as elicitation).
+        if id.is_none() || object.contains_key("result") == object.contains_key("error") {
+            return invalid("a response needs an \"id\" and one of \"result\" or \"error\"");
+        }
+        return parses_or_drop(message, "response");
+    };
+    let Some(method) = method.as_str() else {
+        return invalid("\"method\" must be a string");
+    };
+    let Some(id) = readable_id else {
+        return parses_or_drop(message, "notification");
+    };
+    if let Some(why) = params_problem(method, object.get("params")) {
+        return Incoming::Answer(error_response(id, INVALID_PARAMS, format!("Invalid params: {why}")));
+    }
+    match serde_json::from_value::<ClientJsonRpcMessage>(message.clone()) {
+        Ok(_) => Incoming::Forward,
+        Err(e) => {
+            Incoming::Answer(error_response(id, INVALID_PARAMS, format!("Invalid params for {method}: {e}")))
+        }
+    }
+}
+
+/// Why `params` do not fit `method`, or `None`.
+fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
+    match params {
+        None | Some(Value::Object(_)) => {}
+        Some(other) => return Some(format!("\"params\" must be an object, not {}", kind(other))),
+    }
+    if method != "tools/call" {
+        return None;
+    }
+    let Some(params) = params else {
+        return Some("tools/call needs \"params\" with the tool's \"name\"".into());
+    };
+    match params.get("name") {
+        Some(Value::String(_)) => {}
+        Some(other) => return Some(format!("\"name\" must be a string, not {}", kind(other))),
+        None => return Some("tools/call needs the tool's \"name\"".into()),
+    }
+    match params.get("arguments") {
+        None | Some(Value::Object(_)) => None,
+        Some(other) => Some(format!("\"arguments\" must be an object, not {}", kind(other))),
+    }
+}
+
+fn parses_or_drop(message: &Value, what: &str) -> Incoming {
+    match serde_json::from_value::<ClientJsonRpcMessage>(message.clone()) {
+        Ok(_) => Incoming::Forward,
+        Err(e) => Incoming::Drop(format!("unreadable {what}: {e}")),
+    }
+}
+
+/// The JSON type of `value`, for messages.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(message: Value) -> Value {
+        match classify(&message) {
+            Incoming::Answer(answer) => answer,
+            other => panic!("{message} was not answered: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unreadable_messages_are_invalid_requests_with_a_null_id() {
+        for message in
+            [json!(42), json!({}), json!([]), json!("x"), json!({"jsonrpc": "2.0", "id": {"a": 1}})]
+        {
+            let reply = answer(message.clone());
+            assert_eq!((&reply["id"], &reply["error"]["code"]), (&Value::Null, &json!(-32600)), "{message}");
+        }
+        let old = answer(json!({"jsonrpc": "1.0", "id": 3, "method": "tools/list"}));
+        assert_eq!((&old["id"], &old["error"]["code"]), (&json!(3), &json!(-32600)));
+        let bad_method = answer(json!({"jsonrpc": "2.0", "id": "a", "method": 7}));
+        assert_eq!((&bad_method["id"], &bad_method["error"]["code"]), (&json!("a"), &json!(-32600)));
+    }
+
+    #[test]
+    fn unfit_tools_call_params_are_invalid_params() {
+        for params in [
+            None,
+            Some(json!("read_file")),
+            Some(json!({})),
+            Some(json!({"name": 5})),
+            Some(json!({"name": "read_file", "arguments": "path=x"})),
+            Some(json!({"name": "read_file", "arguments": ["x"]})),
+            Some(json!({"name": "read_file", "arguments": 1})),
+        ] {
+            let mut message = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call"});
+            if let Some(params) = &params {
+                message["params"] = params.clone();
+            }
+            let reply = answer(message);
+            assert_eq!((&reply["id"], &reply["error"]["code"]), (&json!(9), &json!(-32602)), "{params:?}");
+        }
+        let list = answer(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": [1]}));
+        assert_eq!(list["error"]["code"], -32602);
+    }
+
+    #[test]
+    fn well_formed_messages_go_to_rmcp() {
+        for message in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "noop"}}),
+            json!({"jsonrpc": "2.0", "id": "x", "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "no/such/method", "params": {}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 4, "result": {}}),
+        ] {
+            assert_eq!(classify(&message), Incoming::Forward, "{message}");
+        }
+        let odd = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": 5});
+        assert!(matches!(classify(&odd), Incoming::Drop(_)));
+    }
+}
