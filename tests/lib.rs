@@ -27,8 +27,17 @@ pub const FSPROBE_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_FSPROBE");
 pub const FLOOD_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_FLOOD");
 
 /// The tools of `builtin:fs`, sorted.
-pub const FS_TOOLS: [&str; 8] =
-    ["disk_usage", "edit_file", "find_files", "grep_files", "list_dir", "read_file", "tree", "write_file"];
+pub const FS_TOOLS: [&str; 9] = [
+    "disk_usage",
+    "edit_file",
+    "find_files",
+    "grep_files",
+    "list_dir",
+    "move_file",
+    "read_file",
+    "tree",
+    "write_file",
+];
 
 /// The hostile plugin's tools, in its own order.
 pub const HOSTILE_TOOLS: [&str; 19] = [

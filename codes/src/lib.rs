@@ -15,7 +15,7 @@
 //! | the call | [`UNKNOWN_TOOL`], [`INVALID_ARGS`] (the schema), [`CANCELLED`], [`TIMEOUT`], [`FUEL_EXHAUSTED`], [`MEMORY_LIMIT`], [`OUTPUT_LIMIT`], [`TRAP`], [`BAD_OUTPUT`], [`HOST_ERROR`], [`PERMISSION_DENIED`] | [`INVALID_ARGS`] (well-typed but unusable arguments) |
 //! | the host's native tools | [`OUTPUT_NOT_FOUND`] (`read_output`), [`RUN_TESTS_BUSY`], [`TESTS_FAILED`] (`run_tests`) | — |
 //! | loading a plugin (a load error, not a call's) | [`CAPABILITY_DENIED`], [`IDENTITY_MISMATCH`], [`TOOL_LIST_TOO_LARGE`], [`DUPLICATE_TOOL`] | — |
-//! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`]; `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`] |
+//! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`]; `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`]; the changing tools: [`STALE_FILE`], [`IS_SYMLINK`], [`ALREADY_EXISTS`], [`ARTIFACT_NOT_FOUND`] |
 //! | the network (the pinned fetch) | [`BLOCKED_URL`], [`INVALID_URL`], [`HOST_NOT_ALLOWED`], [`METHOD_NOT_ALLOWED`], [`TOO_MANY_REDIRECTS`], [`TOO_LARGE`], [`TRANSPORT`], [`TIMEOUT`] (a `fetch-error` case the SDK names) | [`INVALID_URL`], [`METHOD_NOT_ALLOWED`] (checked before sending), [`UNSUPPORTED_CONTENT_TYPE`], [`INVALID_SEARCH_URL`]; the web tools' `http_<status>` (`http_404`, …), made at run time and not in [`ALL`] |
 //! | exec (starting a program) | [`PROGRAM_NOT_ALLOWED`], [`SHELL_NOT_ALLOWED`], [`ENV_NOT_ALLOWED`], [`BAD_CWD`], [`EXEC_BUSY`], [`SANDBOX_UNAVAILABLE`], [`SPAWN_FAILED`] (an `exec-error` case the SDK names; `run_tests` makes some itself) | [`COMMAND_FAILED`], [`TIMEOUT`], [`CANCELLED`] (how a program that ran failed) |
 
@@ -94,6 +94,15 @@ pub const NO_OP_EDIT: &str = "no_op_edit";
 pub const OLD_STRING_NOT_FOUND: &str = "old_string_not_found";
 /// `edit_file`: `old_string` occurs more than once: add context to make it unique, or set `replace_all`.
 pub const OLD_STRING_NOT_UNIQUE: &str = "old_string_not_unique";
+/// The file changed since the model read it (its sha256 is not `expected_sha256`), or the host requires
+/// `expected_sha256` and none was given: read it again and pass the new sha256. Nothing was written.
+pub const STALE_FILE: &str = "stale_file";
+/// The path is a symlink (or goes through one) and the tools do not write through links here: name the real file.
+pub const IS_SYMLINK: &str = "is_symlink";
+/// `move_file`, `restore_file`: the destination already exists and is never overwritten: pick another path.
+pub const ALREADY_EXISTS: &str = "already_exists";
+/// `restore_file`: no saved artifact has that id (mistyped, or evicted): nothing to restore.
+pub const ARTIFACT_NOT_FOUND: &str = "artifact_not_found";
 
 // The network: the host's pinned fetch refuses (a `fetch-error` case), or a web tool checks first.
 
@@ -168,6 +177,10 @@ pub const ALL: &[&str] = &[
     NO_OP_EDIT,
     OLD_STRING_NOT_FOUND,
     OLD_STRING_NOT_UNIQUE,
+    STALE_FILE,
+    IS_SYMLINK,
+    ALREADY_EXISTS,
+    ARTIFACT_NOT_FOUND,
     BLOCKED_URL,
     INVALID_URL,
     HOST_NOT_ALLOWED,

@@ -62,7 +62,13 @@ async fn read_file_selects_lines_and_hashes_the_whole_file() {
     write(dir.path(), "src/notes.txt", &text);
 
     let r = ok(&host, "read_file", json!({"path": "src/notes.txt", "offset": 3, "limit": 2})).await;
-    assert!(r.output.starts_with(&numbered(&[(3, "line 3"), (4, "line 4")])), "{}", r.output);
+    let hash = hex::encode(Sha256::digest(text.as_bytes()));
+    let header = format!("[sha256 {hash}, 10 lines, 71 B]\n");
+    assert!(
+        r.output.starts_with(&(header.clone() + &numbered(&[(3, "line 3"), (4, "line 4")]))),
+        "{}",
+        r.output
+    );
     assert!(
         r.output.contains("[showing lines 3-4 of 10 (the line limit was reached); use offset=5 to continue]")
     );
@@ -79,7 +85,7 @@ async fn read_file_selects_lines_and_hashes_the_whole_file() {
     let r = ok(&host, "read_file", json!({"path": abs.display().to_string()})).await;
     let all: Vec<(usize, String)> = (1..=10).map(|i| (i, format!("line {i}"))).collect();
     let all: Vec<(usize, &str)> = all.iter().map(|(n, s)| (*n, s.as_str())).collect();
-    assert_eq!(r.output, numbered(&all));
+    assert_eq!(r.output, header + &numbered(&all));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -87,7 +93,8 @@ async fn quoted_numbers_are_coerced_for_read_file() {
     let (host, dir) = builtin_host().await;
     write(dir.path(), "a.txt", "a\nb\nc\n");
     let r = ok(&host, "read_file", json!({"path": "a.txt", "offset": "2", "limit": "1"})).await;
-    assert!(r.output.starts_with(&numbered(&[(2, "b")])), "{}", r.output);
+    let (_, lines) = r.output.split_once('\n').unwrap();
+    assert!(lines.starts_with(&numbered(&[(2, "b")])), "{}", r.output);
     assert!(!r.output.contains("\ta\n") && !r.output.contains("\tc\n"), "{}", r.output);
     let meta = r.metadata.unwrap();
     assert_eq!((meta["first_line"].as_u64(), meta["last_line"].as_u64()), (Some(2), Some(2)));
@@ -181,7 +188,8 @@ async fn write_file_creates_parents_and_reads_back() {
     assert_eq!(fs::read_to_string(dir.path().join("deep/nested/new.txt")).unwrap(), "hello\nworld\n");
 
     let r = ok(&host, "read_file", json!({"path": "deep/nested/new.txt"})).await;
-    assert_eq!(r.output, numbered(&[(1, "hello"), (2, "world")]));
+    let (_, lines) = r.output.split_once('\n').unwrap();
+    assert_eq!(lines, numbered(&[(1, "hello"), (2, "world")]));
     assert_eq!(r.metadata.unwrap()["sha256"], hex::encode(Sha256::digest(b"hello\nworld\n")));
 
     // Overwrite: atomic, no temporary file left behind.
@@ -461,14 +469,24 @@ async fn list_dir_shows_a_tree_to_the_requested_depth() {
 async fn the_builtins_declare_their_effects() {
     // The host grants a read-only preopen to the tools declared read-only.
     let (host, _dir) = builtin_host().await;
-    let effects: Vec<(&str, bool, bool)> =
-        ["edit_file", "find_files", "grep_files", "list_dir", "read_file", "tree", "write_file"]
-            .into_iter()
-            .map(|name| {
-                let spec = host.registry().get(name).unwrap_or_else(|| panic!("no builtin {name}")).spec();
-                (name, spec.read_only, spec.destructive)
-            })
-            .collect();
+    let effects: Vec<(&str, bool, bool)> = [
+        "edit_file",
+        "find_files",
+        "grep_files",
+        "list_dir",
+        "move_file",
+        "read_file",
+        "remove_file",
+        "restore_file",
+        "tree",
+        "write_file",
+    ]
+    .into_iter()
+    .map(|name| {
+        let spec = host.registry().get(name).unwrap_or_else(|| panic!("no builtin {name}")).spec();
+        (name, spec.read_only, spec.destructive)
+    })
+    .collect();
     assert_eq!(
         effects,
         [
@@ -476,7 +494,10 @@ async fn the_builtins_declare_their_effects() {
             ("find_files", true, false),
             ("grep_files", true, false),
             ("list_dir", true, false),
+            ("move_file", false, true),
             ("read_file", true, false),
+            ("remove_file", false, true),
+            ("restore_file", false, true),
             ("tree", true, false),
             ("write_file", false, true),
         ]

@@ -136,7 +136,8 @@ fn call_json_prints_one_object_and_exits_zero() {
         .collect();
     assert!(unexpected.is_empty(), "unexpected keys {unexpected:?}: {doc}");
     assert_eq!(doc["ok"], true);
-    assert_eq!(doc["output"], "     1\thello\n     2\tthere\n");
+    let hash = hex::encode(Sha256::digest(b"hello\nthere\n"));
+    assert_eq!(doc["output"], format!("[sha256 {hash}, 2 lines, 12 B]\n     1\thello\n     2\tthere\n"));
     assert_eq!(doc["error"], Value::Null);
     assert_eq!(doc["metadata"]["sha256"], hex::encode(Sha256::digest(b"hello\nthere\n")));
     assert_eq!(doc["metadata"]["total_lines"], 2);
@@ -149,7 +150,8 @@ fn call_without_json_prints_the_output() {
     std::fs::write(dir.path().join("x.txt"), "plain\n").unwrap();
     let out = run(&["call", "read_file", r#"{"path":"x.txt"}"#, "--work-dir", dir.path().to_str().unwrap()]);
     assert_eq!(status(&out), 0, "{}", stderr(&out));
-    assert_eq!(stdout(&out), "     1\tplain\n");
+    let hash = hex::encode(Sha256::digest(b"plain\n"));
+    assert_eq!(stdout(&out), format!("[sha256 {hash}, 1 line, 6 B]\n     1\tplain\n"));
 
     let out =
         run(&["call", "read_file", r#"{"path":"gone.txt"}"#, "--work-dir", dir.path().to_str().unwrap()]);

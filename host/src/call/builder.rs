@@ -21,6 +21,22 @@ use crate::output::OutputStore;
 use crate::policy::grants::{GrantSource, PluginGrants, Sockets};
 use crate::policy::{Approver, Mode, POLICY_FILE, Policy};
 
+/// The policy's file-tool settings as the variables `builtin:fs` reads
+/// (`TOOLHOST_FS_REQUIRE_FRESH`, `TOOLHOST_FS_FOLLOW_LINKS`, `1` when on). Set by
+/// the host alone: a variable of the same name granted otherwise is dropped first.
+fn fs_settings(env: &mut Vec<(String, String)>, policy: &Policy) {
+    let settings = [
+        (builtins::REQUIRE_FRESH_VAR, policy.require_fresh == Some(true)),
+        (builtins::FOLLOW_LINKS_VAR, policy.follow_links == Some(true)),
+    ];
+    env.retain(|(name, _)| settings.iter().all(|(var, _)| name != var));
+    for (var, on) in settings {
+        if on {
+            env.push((var.to_string(), "1".to_string()));
+        }
+    }
+}
+
 /// Default byte budget of the output store.
 pub(crate) const DEFAULT_OUTPUT_STORE_BYTES: usize = 64 << 20;
 
@@ -238,15 +254,6 @@ impl HostBuilder {
             registry.register(plugin.clone())?;
             loaded.push(plugin);
         }
-        if !self.no_builtins {
-            self.register_natives(&mut registry, &policy, &exec, &outputs)?;
-        }
-        if let Some(allow) = &self.allow {
-            let unknown = registry.retain(allow);
-            if !unknown.is_empty() {
-                return Err(LoadError::UnknownAllowed(unknown.join(", ")));
-            }
-        }
 
         let mut permissions = policy.permissions(work_dir.clone())?;
         if let Some(mode) = self.mode {
@@ -272,6 +279,21 @@ impl HostBuilder {
             permissions.protect_file(file);
         }
         let protected = permissions.protected().cloned();
+        if !self.no_builtins {
+            let files = work_dir.as_ref().map(|dir| crate::native::FileStore {
+                work_dir: dir.clone(),
+                protected: protected.clone(),
+                artifacts: data_dir.as_deref().map(crate::native::Artifacts::new),
+                require_fresh: policy.require_fresh == Some(true),
+            });
+            self.register_natives(&mut registry, &policy, &exec, &outputs, files)?;
+        }
+        if let Some(allow) = &self.allow {
+            let unknown = registry.retain(allow);
+            if !unknown.is_empty() {
+                return Err(LoadError::UnknownAllowed(unknown.join(", ")));
+            }
+        }
         // Children's roots bind the protected paths read-only.
         if let Some(protected) = &protected {
             exec.set_protected(protected.clone());
@@ -307,16 +329,22 @@ impl HostBuilder {
         })
     }
 
-    /// The tools the host implements: `read_output`, `process_list`, `env_get`, and
-    /// `run_tests` when the policy declares test profiles.
+    /// The tools the host implements: `read_output`, `process_list`, `env_get`,
+    /// `run_tests` when the policy declares test profiles, and `remove_file` and
+    /// `restore_file` when tools get a work dir.
     fn register_natives(
         &self,
         registry: &mut Registry,
         policy: &Policy,
         exec: &Arc<ExecRuntime>,
         outputs: &Arc<OutputStore>,
+        files: Option<crate::native::FileStore>,
     ) -> Result<(), LoadError> {
-        use crate::native::{EnvGet, ProcessList, ReadOutput, RunTests};
+        use crate::native::{EnvGet, ProcessList, ReadOutput, RemoveFile, RestoreFile, RunTests};
+        if let Some(files) = files {
+            registry.register_native(Arc::new(RemoveFile(files.clone())))?;
+            registry.register_native(Arc::new(RestoreFile(files)))?;
+        }
         let clamp_bytes = self.limits.clamp_bytes;
         registry.register_native(Arc::new(ReadOutput { outputs: outputs.clone(), clamp_bytes }))?;
         registry.register_native(Arc::new(ProcessList { runtime: exec.clone() }))?;
@@ -363,6 +391,9 @@ impl HostBuilder {
                         continue;
                     }
                     grants.env.extend(self.builtin_env(&policy));
+                }
+                if *name == builtins::FS_PLUGIN {
+                    fs_settings(&mut grants.env, &policy);
                 }
                 sources.push((name.to_string(), bytes.to_vec(), grants));
             }

@@ -47,7 +47,6 @@ pub struct Host {
     /// The policy's pre- and post-tool-use hooks, loaded.
     pub(crate) hooks: Hooks,
     /// The host's own state outside the work dir (`None`: no data dir is known).
-    #[allow(dead_code, reason = "read by the effect journal and the removed files' artifacts")]
     pub(crate) data_dir: Option<PathBuf>,
 }
 
@@ -155,6 +154,23 @@ impl Host {
         }
         let Some(path) = &self.policy_path else { return Ok(()) };
         crate::policy::add_allow_rule(path, rule)
+    }
+
+    /// Put the file `remove_file` kept as artifact `id` back in the work dir, at
+    /// `path` or where it was, never over an existing file (what `toolhost restore`
+    /// runs: the user's own command, so no permission is asked; protected paths
+    /// still refuse). The message says what was restored.
+    pub fn restore_artifact(&self, id: &str, path: Option<&str>) -> Result<String, crate::error::CallError> {
+        let Some(work_dir) = &self.work_dir else {
+            return Err(crate::error::CallError::new(crate::error::codes::NO_FILESYSTEM, "no work dir"));
+        };
+        let tool = crate::native::RestoreFile(crate::native::FileStore {
+            work_dir: work_dir.clone(),
+            protected: self.protected.clone(),
+            artifacts: self.data_dir.as_deref().map(crate::native::Artifacts::new),
+            require_fresh: false,
+        });
+        tool.run(id, path).map(|out| out.content)
     }
 
     /// The filesystem guard of one call.

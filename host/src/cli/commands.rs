@@ -134,3 +134,19 @@ pub(crate) async fn serve(args: &HostArgs) -> anyhow::Result<ExitCode> {
     toolhost::serve_stdio(std::sync::Arc::new(host)).await?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// `toolhost restore ARTIFACT [--path P]`: exit 0 restored, 1 refused (the code and
+/// why on stderr).
+pub(crate) async fn restore(args: &HostArgs, artifact: &str, path: Option<&str>) -> anyhow::Result<ExitCode> {
+    let host = args.build(false).await?;
+    match host.restore_artifact(artifact, path) {
+        Ok(message) => {
+            println!("{message}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(err) => {
+            eprintln!("{}: {}", err.code, err.message);
+            Ok(ExitCode::from(1))
+        }
+    }
+}

@@ -75,6 +75,17 @@ enum Command {
     Trust(trust::TrustArgs),
     /// Create a tool project in ./NAME: toolhost new --lang rust|python|js NAME.
     New(new::NewArgs),
+    /// Put back a file remove_file removed: toolhost restore ARTIFACT [--path P].
+    /// Never overwrites an existing file.
+    Restore {
+        /// The artifact id remove_file returned.
+        artifact: String,
+        /// Where to put it, relative to the work dir (default: where it was).
+        #[arg(long)]
+        path: Option<String>,
+        #[command(flatten)]
+        host: HostArgs,
+    },
 }
 
 /// How to build the host: where tools work, which plugins, which limits.
@@ -229,6 +240,9 @@ pub(crate) fn main() -> ExitCode {
             Command::Serve { host } => commands::serve(&host).await,
             Command::Trust(args) => trust::run(&args),
             Command::New(args) => new::run(&args),
+            Command::Restore { artifact, path, host } => {
+                commands::restore(&host, &artifact, path.as_deref()).await
+            }
         }
     });
     match outcome {

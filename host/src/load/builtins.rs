@@ -11,3 +11,12 @@ pub(crate) const ALL: &[(&str, &[u8])] = &[
 /// The builtin plugin that starts programs (`terminal`, `git`): it alone gets the
 /// builtins' exec grant and variables.
 pub(crate) const EXEC_PLUGIN: &str = "builtin:sys";
+
+/// The builtin plugin of the file tools: it alone gets the policy's file settings.
+pub(crate) const FS_PLUGIN: &str = "builtin:fs";
+
+/// `1` in `builtin:fs`'s environment when the policy says `require-fresh = true`.
+pub(crate) const REQUIRE_FRESH_VAR: &str = "TOOLHOST_FS_REQUIRE_FRESH";
+
+/// `1` in `builtin:fs`'s environment when the policy says `follow-links = true`.
+pub(crate) const FOLLOW_LINKS_VAR: &str = "TOOLHOST_FS_FOLLOW_LINKS";

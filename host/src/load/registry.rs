@@ -147,6 +147,7 @@ impl Registry {
 }
 
 /// What a native tool returns on success.
+#[derive(Debug)]
 pub(crate) struct NativeOutput {
     pub(crate) content: String,
     pub(crate) metadata: Option<Value>,

@@ -1,18 +1,24 @@
 //! Tools the host implements itself, because they use host state rather than the
 //! work dir: `read_output` (the output store), `run_tests` (the policy's test
 //! profiles, run through the exec sandbox), `process_list` (the processes this host
-//! started) and `env_get` (the variables granted to the builtins).
+//! started), `env_get` (the variables granted to the builtins), and `remove_file` /
+//! `restore_file` (the removed files' artifacts, kept in the host's data dir).
 //!
 //! Each tool holds what it needs as values, handed to it when the host is built.
 
+mod artifacts;
 mod env_get;
 mod process_list;
 mod read_output;
+mod remove_file;
 mod run_tests;
+mod workfile;
 
+pub(crate) use artifacts::Artifacts;
 pub(crate) use env_get::EnvGet;
 pub(crate) use process_list::ProcessList;
 pub(crate) use read_output::ReadOutput;
+pub(crate) use remove_file::{FileStore, RemoveFile, RestoreFile};
 pub(crate) use run_tests::RunTests;
 
 use schemars::JsonSchema;

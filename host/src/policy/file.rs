@@ -36,6 +36,8 @@ struct RawPolicy {
 struct RawPermissions {
     mode: Option<Mode>,
     safe_commands: Option<bool>,
+    require_fresh: Option<bool>,
+    follow_links: Option<bool>,
     #[serde(default)]
     allow: Vec<Spanned<String>>,
     #[serde(default)]
@@ -167,6 +169,8 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         sections,
         mode: raw.permissions.mode.unwrap_or_default(),
         safe_commands: raw.permissions.safe_commands,
+        require_fresh: raw.permissions.require_fresh,
+        follow_links: raw.permissions.follow_links,
         allow,
         deny,
         protected,

@@ -14,6 +14,8 @@
 //! [permissions]
 //! mode = "default"                       # default | plan | accept-edits | yolo
 //! safe-commands = false                  # default true: `ls`, `git status`, … run unasked
+//! require-fresh = true                   # changes to existing files need expected_sha256
+//! follow-links = true                    # write through symlinks inside the work dir
 //! allow = ["write_file(path=docs/**)"]
 //! deny = ["write_file(path=.env)", "fetch_url(url=http://*)"]
 //! protected = ["secrets/"]               # beyond .git/ and this file
@@ -169,6 +171,12 @@ pub struct Policy {
     pub mode: Mode,
     /// `safe-commands`, when the file sets it (unset: on).
     pub safe_commands: Option<bool>,
+    /// `require-fresh`, when the file sets it (unset: off): the file tools need
+    /// `expected_sha256` for every change to an existing file.
+    pub require_fresh: Option<bool>,
+    /// `follow-links`, when the file sets it (unset: off): the file tools write
+    /// through symlinks that stay inside the work dir instead of refusing them.
+    pub follow_links: Option<bool>,
     /// Allow rules.
     pub allow: Vec<Rule>,
     /// Deny rules.

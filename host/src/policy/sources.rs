@@ -79,6 +79,9 @@ impl Policy {
             // Only `false` narrows: `true` would turn back on what another file turned off.
             widens.push("safe-commands = true (read-only commands run without asking)".into());
         }
+        if self.follow_links == Some(true) {
+            widens.push("follow-links = true (the file tools write through symlinks)".into());
+        }
         if !self.allow.is_empty() {
             let rules: Vec<&str> = self.allow.iter().map(|r| r.as_str()).collect();
             widens.push(format!("allow rules ({})", rules.join(", ")));
@@ -105,7 +108,7 @@ impl Policy {
     }
 
     /// This (project) policy with the user's `private` one over it: the private
-    /// mode, `safe-commands`, `[builtins]` and `[exec]` win when it sets them; rules,
+    /// mode, `safe-commands`, `require-fresh`, `follow-links`, `[builtins]` and `[exec]` win when it sets them; rules,
     /// protected paths, plugins and test profiles add up (a plugin or profile name in both is an error).
     pub fn merge(mut self, private: Policy) -> Result<Policy, PolicyError> {
         let clash = |what: &str, name: &str| PolicyError::Invalid {
@@ -128,6 +131,12 @@ impl Policy {
         }
         if private.safe_commands.is_some() {
             self.safe_commands = private.safe_commands;
+        }
+        if private.require_fresh.is_some() {
+            self.require_fresh = private.require_fresh;
+        }
+        if private.follow_links.is_some() {
+            self.follow_links = private.follow_links;
         }
         if private.sections.builtins {
             self.builtins = private.builtins;
@@ -227,12 +236,13 @@ mod tests {
 
     #[test]
     fn an_untrusted_policy_that_only_narrows_is_obeyed() {
-        let text = "[permissions]\nmode = \"plan\"\nsafe-commands = false\ndeny = [\"write_file(path=.env)\"]\nprotected = [\"keys/\"]\n";
+        let text = "[permissions]\nmode = \"plan\"\nsafe-commands = false\nrequire-fresh = true\nfollow-links = false\ndeny = [\"write_file(path=.env)\"]\nprotected = [\"keys/\"]\n";
         let (work, _c, config) = setup(Some(text), None);
         let policy = Policy::discover_in(None, work.path(), Some(&config)).unwrap();
         assert_eq!(policy.mode, Mode::Plan);
         assert_eq!(policy.deny.len(), 1);
         assert_eq!(policy.safe_commands, Some(false));
+        assert_eq!((policy.require_fresh, policy.follow_links), (Some(true), Some(false)));
         assert!(!policy.permissions(None).unwrap().safe_commands);
         assert!(policy.widening().is_empty());
         for widening in [
@@ -241,6 +251,7 @@ mod tests {
             "[permissions]\nmode = \"accept-edits\"\n",
             "[[hooks]]\nevent = \"pre-tool-use\"\nmatcher = \"*\"\ncommand = [\"true\"]\n",
             "[permissions]\nsafe-commands = true\n",
+            "[permissions]\nfollow-links = true\n",
         ] {
             std::fs::write(work.path().join(POLICY_FILE), widening).unwrap();
             assert!(Policy::discover_in(None, work.path(), Some(&config)).is_err(), "{widening}");

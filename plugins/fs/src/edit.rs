@@ -17,7 +17,8 @@ must occur exactly once unless `replace_all` is true: include enough surrounding
 endings are handled for you: in a CRLF file, write `\\n` and it matches `\\r\\n`; the file keeps its line endings \
 and a UTF-8 byte order mark. Errors: `old_string_not_found`, `old_string_not_unique` (with the count), \
 `no_op_edit` (old and new are equal), `binary_file`, `not_found` (use write_file to create a file), \
-`forbidden_path` (.git, toolhost configuration). The write is atomic and keeps the permission bits. Messages show a \
+`forbidden_path` (.git, toolhost configuration), `is_symlink` (name the real file). Pass the sha256 read_file \
+showed as `expected_sha256`: if the file changed since, nothing is written (`stale_file`, with the current hash). The write is atomic and keeps the permission bits. Messages show a \
 name with control or unusual characters double-quoted with backslash escapes.";
 
 /// Arguments of `edit_file`.
@@ -34,6 +35,9 @@ pub struct Args {
     /// Replace every occurrence instead of requiring exactly one. Default false.
     #[serde(default)]
     pub replace_all: bool,
+    /// The file's sha256 as read_file showed it: when the file changed since, nothing is written (`stale_file`).
+    #[serde(default)]
+    pub expected_sha256: String,
 }
 
 /// Run `edit_file`.
@@ -49,6 +53,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
             "old_string and new_string are identical; nothing would change",
         ));
     }
+    let expected = crate::fresh::parse_hash("expected_sha256", &args.expected_sha256)?;
     let path = resolve_for_write(ctx, &args.path)?;
     let shown = ctx.show(&path);
     let meta = std::fs::metadata(&path).map_err(|e| ctx.io_error(&e, &path))?;
@@ -59,6 +64,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         return Err(ToolError::invalid_args(format!("{shown} is not a regular file")));
     }
     let raw = std::fs::read(&path).map_err(|e| ctx.io_error(&e, &path))?;
+    crate::fresh::check(&shown, expected.as_deref(), &raw, None, crate::fresh::Settings::from_env())?;
     if raw[..raw.len().min(8 * 1024)].contains(&0) {
         return Err(ToolError::new(
             codes::BINARY_FILE,
@@ -167,7 +173,13 @@ mod tests {
 
     fn edit(ctx: &Context, old: &str, new: &str, all: bool) -> Result<Output, ToolError> {
         run(
-            Args { path: "f.txt".into(), old_string: old.into(), new_string: new.into(), replace_all: all },
+            Args {
+                path: "f.txt".into(),
+                old_string: old.into(),
+                new_string: new.into(),
+                replace_all: all,
+                expected_sha256: String::new(),
+            },
             ctx,
         )
     }
@@ -216,20 +228,51 @@ mod tests {
             codes::OLD_STRING_NOT_FOUND,
             "case matters"
         );
-        let missing =
-            Args { path: "nope".into(), old_string: "a".into(), new_string: "b".into(), replace_all: false };
+        let missing = Args {
+            path: "nope".into(),
+            old_string: "a".into(),
+            new_string: "b".into(),
+            replace_all: false,
+            expected_sha256: String::new(),
+        };
         assert_eq!(run(missing, &ctx).unwrap_err().code, codes::NOT_FOUND);
         let git = Args {
             path: ".git/config".into(),
             old_string: "a".into(),
             new_string: "b".into(),
             replace_all: false,
+            expected_sha256: String::new(),
         };
         assert_eq!(run(git, &ctx).unwrap_err().code, codes::FORBIDDEN_PATH);
         fs::create_dir(dir.path().join("d")).unwrap();
-        let d = Args { path: "d".into(), old_string: "a".into(), new_string: "b".into(), replace_all: false };
+        let d = Args {
+            path: "d".into(),
+            old_string: "a".into(),
+            new_string: "b".into(),
+            replace_all: false,
+            expected_sha256: String::new(),
+        };
         assert_eq!(run(d, &ctx).unwrap_err().code, codes::IS_DIRECTORY);
         assert_eq!(file(&dir), b"abc\n");
+    }
+
+    #[test]
+    fn a_stale_hash_edits_nothing() {
+        let (dir, ctx) = setup(b"one\ntwo\n");
+        let args = |hash: String| Args {
+            path: "f.txt".into(),
+            old_string: "two".into(),
+            new_string: "2".into(),
+            replace_all: false,
+            expected_sha256: hash,
+        };
+        let err = run(args(crate::sha256_hex(b"before")), &ctx).unwrap_err();
+        assert_eq!(err.code, codes::STALE_FILE);
+        assert!(err.message.contains(&crate::sha256_hex(b"one\ntwo\n")), "{}", err.message);
+        assert_eq!(file(&dir), b"one\ntwo\n");
+        assert_eq!(run(args("zz".into()), &ctx).unwrap_err().code, codes::INVALID_ARGS);
+        run(args(crate::sha256_hex(b"one\ntwo\n")), &ctx).unwrap();
+        assert_eq!(file(&dir), b"one\n2\n");
     }
 
     #[test]
@@ -287,6 +330,7 @@ mod tests {
                     old_string: old.into(),
                     new_string: "new".into(),
                     replace_all: false,
+                    expected_sha256: String::new(),
                 },
                 &ctx,
             )

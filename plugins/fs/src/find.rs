@@ -20,7 +20,7 @@ those modified at or after `modified_since` (unix seconds) when given, at most `
 (default 1000); sorted, as paths relative to the work directory; at most \
 `max_results` (default 200), and says how many more there were. Symlinks are not followed, and directories such as \
 .git, node_modules, target, dist, .venv and .cache are not searched unless given as `path`; entries that \
-`.gitignore` / `.ignore` files (from the work directory down) ignore are left out and counted (`include_ignored: true` \
+`.gitignore` / `.ignore` files (from the work directory down, and .git/info/exclude) ignore are left out and counted (`include_ignored: true` \
 includes them). Paths with control or \
 unusual characters are shown double-quoted with backslash escapes; entries that cannot be read are counted.";
 

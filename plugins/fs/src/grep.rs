@@ -25,7 +25,7 @@ add context lines, printed as `path-line_number-text`; overlapping contexts are 
 that are not adjacent. At most `max_results` matching lines (default 100; context lines not counted); the output \
 says how many more matched. Binary files (a NUL byte in the first 1 KiB) and files over 1 MiB are skipped and \
 counted; symlinks are not followed; directories such as .git, node_modules, target, dist, .venv and .cache are \
-not searched unless given as `path`, nor files that `.gitignore` / `.ignore` files (from the work directory down) ignore \
+not searched unless given as `path`, nor files that `.gitignore` / `.ignore` files (from the work directory down, and .git/info/exclude) ignore \
 (counted; `include_ignored: true` searches them).";
 
 /// Default `max_results`.

@@ -6,7 +6,8 @@
 //! `dir/` (directories only), `!keep.log` (re-include), `**`.
 //!
 //! The ignore files of the walked root's ancestors up to the work
-//! directory apply too ([`above`]); an ignored directory is not entered, so nothing inside it can be re-included. Each
+//! directory apply too ([`above`]), and under them all the repository's own
+//! `.git/info/exclude` at the work directory ([`EXCLUDE_FILE`]); an ignored directory is not entered, so nothing inside it can be re-included. Each
 //! file is read up to [`MAX_IGNORE_FILE`] bytes; a line that is not a valid
 //! glob is left out, the rest still apply.
 
@@ -19,6 +20,9 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 /// The ignore files read in each directory, the later one winning.
 pub const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
+/// The repository's private ignore file, read at the work directory (the
+/// weakest rules: any `.gitignore` or `.ignore` decides over it).
+pub const EXCLUDE_FILE: &str = ".git/info/exclude";
 /// Bytes read of one ignore file at most.
 pub const MAX_IGNORE_FILE: u64 = 256 * 1024;
 
@@ -38,16 +42,7 @@ pub fn enter(dir: &Path, parent: Option<Rc<Rules>>, present: &[&str]) -> Option<
     }
     let mut builder = GitignoreBuilder::new(dir);
     for name in IGNORE_FILES.iter().filter(|n| present.contains(n)) {
-        let path = dir.join(name);
-        let Ok(file) = File::open(&path) else { continue };
-        let mut bytes = Vec::new();
-        if file.take(MAX_IGNORE_FILE).read_to_end(&mut bytes).is_err() {
-            continue;
-        }
-        for line in String::from_utf8_lossy(&bytes).lines() {
-            // A bad line is left out; the others still apply.
-            let _ = builder.add_line(Some(path.clone()), line);
-        }
+        add_file(&mut builder, &dir.join(name));
     }
     match builder.build() {
         Ok(here) if !here.is_empty() => Some(Rc::new(Rules { here, parent })),
@@ -55,12 +50,45 @@ pub fn enter(dir: &Path, parent: Option<Rc<Rules>>, present: &[&str]) -> Option<
     }
 }
 
+/// Add the lines of the ignore file `path` (at most [`MAX_IGNORE_FILE`]
+/// bytes) to `builder`; a file that cannot be read adds nothing, a bad line
+/// is left out.
+fn add_file(builder: &mut GitignoreBuilder, path: &Path) {
+    let Ok(file) = File::open(path) else { return };
+    let mut bytes = Vec::new();
+    if file.take(MAX_IGNORE_FILE).read_to_end(&mut bytes).is_err() {
+        return;
+    }
+    for line in String::from_utf8_lossy(&bytes).lines() {
+        let _ = builder.add_line(Some(path.to_path_buf()), line);
+    }
+}
+
+/// The rules of `top`'s `.git/info/exclude`, when `.git` is a real directory
+/// there and the file a regular one (never through a symlink).
+fn exclude(top: &Path) -> Option<Rc<Rules>> {
+    let git = top.join(".git");
+    let path = top.join(EXCLUDE_FILE);
+    let real = |p: &Path, dir: bool| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| if dir { m.is_dir() } else { m.is_file() })
+    };
+    if !real(&git, true) || !real(&git.join("info"), true) || !real(&path, false) {
+        return None;
+    }
+    let mut builder = GitignoreBuilder::new(top);
+    add_file(&mut builder, &path);
+    match builder.build() {
+        Ok(here) if !here.is_empty() => Some(Rc::new(Rules { here, parent: None })),
+        _ => None,
+    }
+}
+
 /// The rules the ignore files of `root`'s ancestors, from `top` (the work
-/// directory) down to `root`'s parent, put in force in `root`; `None` when
-/// `root` is not below `top`.
+/// directory) down to `root`'s parent, put in force in `root`, over those of
+/// `top`'s `.git/info/exclude`; `None` when `root` is not below `top`.
 pub fn above(top: &Path, root: &Path) -> Option<Rc<Rules>> {
     let rel = root.strip_prefix(top).ok()?;
-    let (mut rules, mut dir) = (None, top.to_path_buf());
+    let (mut rules, mut dir) = (exclude(top), top.to_path_buf());
     for part in rel.components() {
         let present: Vec<&str> = IGNORE_FILES
             .into_iter()
@@ -153,5 +181,28 @@ mod tests {
         assert!(is_ignored(rules.as_deref(), &r.join("a/b/x.tmp"), false));
         assert!(above(r, r).is_none(), "the root's own files are read by the walk");
         assert!(above(&r.join("a"), r).is_none(), "not below the work dir");
+    }
+
+    #[test]
+    fn the_repositorys_exclude_file_applies_under_the_ignore_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        std::fs::create_dir_all(top.join(".git/info")).unwrap();
+        std::fs::write(top.join(".git/info/exclude"), "*.local\nscratch/\n").unwrap();
+        std::fs::create_dir(top.join("sub")).unwrap();
+        std::fs::write(top.join("sub/.gitignore"), "!keep.local\n").unwrap();
+        let rules = above(top, &top.join("sub"));
+        assert!(is_ignored(rules.as_deref(), &top.join("sub/a.local"), false));
+        assert!(is_ignored(rules.as_deref(), &top.join("scratch"), true));
+        let sub = enter(&top.join("sub"), rules, &[".gitignore"]);
+        assert!(
+            !is_ignored(sub.as_deref(), &top.join("sub/keep.local"), false),
+            "a .gitignore decides over it"
+        );
+        // At the top itself too, and never through a symlinked .git.
+        assert!(is_ignored(above(top, top).as_deref(), &top.join("x.local"), false));
+        let other = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(top.join(".git"), other.path().join(".git")).unwrap();
+        assert!(above(other.path(), other.path()).is_none());
     }
 }

@@ -1,5 +1,5 @@
 //! The builtin filesystem tools of toolhost: `read_file`, `write_file`,
-//! `edit_file`, `list_dir`, `find_files`, `grep_files`, `disk_usage` and
+//! `edit_file`, `move_file`, `list_dir`, `find_files`, `grep_files`, `disk_usage` and
 //! `tree`.
 //!
 //! Every path the model passes is resolved inside the work directory with
@@ -16,6 +16,9 @@
 //! out) or decoded lossily with U+FFFD (shown quoted as `\u{fffd}`; opening
 //! it then fails, which is counted too).
 //!
+//! Changes to existing files take the sha256 a read gave (`expected_sha256`,
+//! see [`fresh`]), and never go through a symlink unless the policy says so.
+//!
 //! Every error code is one of the shared [`toolhost_guest::codes`] (`edit_file`'s
 //! `old_string_not_found`, `old_string_not_unique` and `no_op_edit` too).
 //!
@@ -28,9 +31,11 @@ pub mod du;
 pub mod edit;
 pub mod filters;
 pub mod find;
+pub mod fresh;
 pub mod grep;
 pub mod ignores;
 pub mod list;
+pub mod mv;
 pub mod paths;
 pub mod read;
 pub mod readdir;
@@ -46,6 +51,7 @@ pub fn tools() -> Vec<Tool> {
         tool("write_file", write::DESCRIPTION, write::run).destructive(),
         // Replaces text in place: not additive, so destructive (MCP's sense).
         tool("edit_file", edit::DESCRIPTION, edit::run).destructive(),
+        tool("move_file", mv::DESCRIPTION, mv::run).destructive(),
         tool("list_dir", list::DESCRIPTION, list::run).read_only(),
         tool("find_files", find::DESCRIPTION, find::run).read_only(),
         tool("grep_files", grep::DESCRIPTION, grep::run).read_only(),
@@ -168,8 +174,8 @@ mod tests {
     }
 
     #[test]
-    fn eight_tools() {
-        assert_eq!(tools().len(), 8);
+    fn nine_tools() {
+        assert_eq!(tools().len(), 9);
     }
 
     /// Every property has one plain `type` (the host coerces by it) and a
@@ -181,6 +187,7 @@ mod tests {
             ("read_file", schema_for!(read::Args)),
             ("write_file", schema_for!(write::Args)),
             ("edit_file", schema_for!(edit::Args)),
+            ("move_file", schema_for!(mv::Args)),
             ("list_dir", schema_for!(list::Args)),
             ("find_files", schema_for!(find::Args)),
             ("grep_files", schema_for!(grep::Args)),

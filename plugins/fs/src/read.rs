@@ -10,8 +10,11 @@ use sha2::{Digest, Sha256};
 use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes};
 
 /// The tool description the model reads.
-pub const DESCRIPTION: &str = "Read a text file. Returns its lines, each prefixed with its line number and a tab \
-(like `cat -n`); the numbers are not part of the file. Reads at most `limit` lines (default 2000) starting at line \
+pub const DESCRIPTION: &str = "Read a text file. The first line gives the whole file's sha256, its line count and \
+size (pass that sha256 as `expected_sha256` when you edit, write, move or remove the file; nothing is written if it \
+changed since). Then its lines, each prefixed with its line number and a tab (like `cat -n`); the numbers are not \
+part of the file. To re-read a window you already have, pass the sha256 you got as `known_sha256` with the same \
+`offset` and `limit`: an unchanged file then gives a one-line `unchanged` note instead of the lines. Reads at most `limit` lines (default 2000) starting at line \
 `offset` (1-based, default 1) and at most 256 KiB of output; when more remains, the output ends with a note giving \
 the `offset` to continue from. Very long lines are cut. Binary files (a NUL byte in the first 8 KiB, or not valid \
 UTF-8) are refused with `binary_file`; directories with `is_directory` (use list_dir). Paths are relative to the \
@@ -39,6 +42,9 @@ pub struct Args {
     #[serde(default = "default_limit")]
     #[schemars(range(min = 1))]
     pub limit: usize,
+    /// The sha256 an earlier read of this window gave: when the file is unchanged, a one-line note replaces the lines.
+    #[serde(default)]
+    pub known_sha256: String,
 }
 
 fn one() -> usize {
@@ -57,6 +63,7 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     if args.limit == 0 {
         return Err(ToolError::invalid_args("limit must be at least 1"));
     }
+    let known = crate::fresh::parse_hash("known_sha256", &args.known_sha256)?;
     let path = ctx.resolve(&args.path)?;
     let shown = ctx.show(&path);
     let meta = std::fs::metadata(&path).map_err(|e| ctx.io_error(&e, &path))?;
@@ -164,13 +171,33 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         ));
     }
 
-    Ok(Output::text(out).with_metadata(json!({
+    let sha256 = hex::encode(hasher.finalize());
+    let header = format!(
+        "[sha256 {sha256}, {}, {}]\n",
+        crate::count(total_lines, "line", "lines"),
+        crate::human_size(bytes as u64)
+    );
+    let unchanged = known.as_deref() == Some(sha256.as_str());
+    let content = if unchanged {
+        let window = match (first_shown, last_shown) {
+            (Some(first), Some(last)) => format!("lines {first}-{last} are"),
+            _ => "it is".to_string(),
+        };
+        format!(
+            "[unchanged: {shown} still has sha256 {sha256}; {window} as you read them before (leave out \
+             known_sha256 to get them again)]\n"
+        )
+    } else {
+        header + &out
+    };
+    Ok(Output::text(content).with_metadata(json!({
         "path": ctx.display(&path),
-        "sha256": hex::encode(hasher.finalize()),
+        "sha256": sha256,
         "total_lines": total_lines,
         "bytes": bytes,
         "first_line": first_shown,
         "last_line": last_shown,
+        "unchanged": unchanged,
     })))
 }
 
@@ -184,7 +211,74 @@ mod tests {
     }
 
     fn read(ctx: &Context, path: &str, offset: usize, limit: usize) -> Result<Output, ToolError> {
-        run(Args { path: path.into(), offset, limit }, ctx)
+        read_known(ctx, path, offset, limit, "")
+    }
+
+    fn read_known(
+        ctx: &Context,
+        path: &str,
+        offset: usize,
+        limit: usize,
+        known: &str,
+    ) -> Result<Output, ToolError> {
+        let out = run(Args { path: path.into(), offset, limit, known_sha256: known.into() }, ctx)?;
+        Ok(without_header(out))
+    }
+
+    /// The output without its first line (the hash), which every test of the lines checks here.
+    fn without_header(mut out: Output) -> Output {
+        if let Some(meta) = &out.metadata
+            && meta["unchanged"] == false
+        {
+            let (first, rest) = out.content.split_once('\n').unwrap();
+            let expected = format!(
+                "[sha256 {}, {}, {}]",
+                meta["sha256"].as_str().unwrap(),
+                crate::count(meta["total_lines"].as_u64().unwrap() as usize, "line", "lines"),
+                crate::human_size(meta["bytes"].as_u64().unwrap())
+            );
+            assert_eq!(first, expected);
+            out.content = rest.to_string();
+        }
+        out
+    }
+
+    #[test]
+    fn the_first_line_gives_the_whole_files_hash() {
+        let (dir, ctx) = setup();
+        fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        let out = run(Args { path: "a.txt".into(), offset: 2, limit: 1, known_sha256: String::new() }, &ctx)
+            .unwrap();
+        let hash = crate::sha256_hex(b"one\ntwo\nthree\n");
+        assert!(
+            out.content.starts_with(&format!("[sha256 {hash}, 3 lines, 14 B]\n     2\ttwo\n")),
+            "{}",
+            out.content
+        );
+    }
+
+    #[test]
+    fn a_known_hash_of_an_unchanged_file_gives_one_line() {
+        let (dir, ctx) = setup();
+        fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        let hash = crate::sha256_hex(b"one\ntwo\nthree\n");
+        let out = read_known(&ctx, "a.txt", 2, 2, &hash).unwrap();
+        assert_eq!(
+            out.content,
+            format!(
+                "[unchanged: a.txt still has sha256 {hash}; lines 2-3 are as you read them before (leave out \
+                 known_sha256 to get them again)]\n"
+            )
+        );
+        assert_eq!(out.metadata.unwrap()["unchanged"], true);
+        // Changed: the lines again, with the new hash.
+        fs::write(dir.path().join("a.txt"), "one\n2\nthree\n").unwrap();
+        let out = read_known(&ctx, "a.txt", 2, 2, &hash).unwrap();
+        assert_eq!(out.content, "     2\t2\n     3\tthree\n");
+        assert_eq!(out.metadata.unwrap()["unchanged"], false);
+        let err = read_known(&ctx, "a.txt", 1, 2, "abc").unwrap_err();
+        assert_eq!(err.code, codes::INVALID_ARGS);
+        assert!(err.message.starts_with("known_sha256 must be"), "{}", err.message);
     }
 
     fn numbered(lines: std::ops::RangeInclusive<usize>) -> String {
@@ -343,6 +437,7 @@ mod tests {
         let err = serde_json::from_str::<Args>(r#"{"path": "a", "lines": 3}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field"), "{err}");
         let args: Args = serde_json::from_str(r#"{"path": "a"}"#).unwrap();
+        assert!(args.known_sha256.is_empty());
         assert_eq!((args.offset, args.limit), (1, DEFAULT_LIMIT));
     }
 }

@@ -9,15 +9,17 @@ use serde::Deserialize;
 use serde_json::json;
 use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes};
 
-use crate::paths::resolve_for_write;
+use crate::fresh::Settings;
+use crate::paths::resolve_for_write_with;
 
 /// The tool description the model reads.
 pub const DESCRIPTION: &str = "Create a file or replace its whole content. Parent directories are created as \
-needed. The write is atomic (a temporary file renamed over the target) and an existing file keeps its permission bits. Writing through a symlink writes the \
-file it points to. Prefer edit_file to change part of an existing file; read a file before overwriting it. \
-Refuses directories (`is_directory`), anything inside .git and the toolhost configuration (`forbidden_path`). \
-Paths are relative to the work directory; messages show a name with control or unusual characters double-quoted \
-with backslash escapes.";
+needed. The write is atomic (a temporary file renamed over the target) and an existing file keeps its permission \
+bits. To replace an existing file, pass its sha256 from read_file as `expected_sha256`: if the file changed since, \
+nothing is written (`stale_file`, with the current hash). Refuses symlinks (`is_symlink`: name the real file) unless \
+the policy follows links, directories (`is_directory`), anything inside .git and the toolhost configuration \
+(`forbidden_path`). Prefer edit_file to change part of an existing file. Paths are relative to the work directory; \
+messages show a name with control or unusual characters double-quoted with backslash escapes.";
 
 /// Arguments of `write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -28,17 +30,44 @@ pub struct Args {
     pub path: String,
     /// The complete new content of the file, written exactly as given.
     pub content: String,
+    /// The sha256 of the existing file as read_file showed it: when it changed since, nothing is written.
+    #[serde(default)]
+    pub expected_sha256: String,
 }
 
 /// Run `write_file`.
 pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
-    let path = resolve_for_write(ctx, &args.path)?;
+    run_with(args, ctx, Settings::from_env())
+}
+
+/// [`run`] with the policy's `settings`.
+pub fn run_with(args: Args, ctx: &Context, settings: Settings) -> Result<Output, ToolError> {
+    let expected = crate::fresh::parse_hash("expected_sha256", &args.expected_sha256)?;
+    let path = resolve_for_write_with(ctx, &args.path, settings.follow_links)?;
     let shown = ctx.show(&path);
     if args.path.ends_with('/') {
         return Err(ToolError::new(
             codes::IS_DIRECTORY,
             format!("{} names a directory; give a file path", args.path),
         ));
+    }
+    if expected.is_some() || settings.require_fresh {
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() => {
+                let current = fs::read(&path).map_err(|e| ctx.io_error(&e, &path))?;
+                crate::fresh::check(
+                    &shown,
+                    expected.as_deref(),
+                    &current,
+                    Some(args.content.as_bytes()),
+                    settings,
+                )?;
+            }
+            // A directory or special file is refused by the write itself.
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(ctx.io_error(&e, &path)),
+        }
     }
     let previous = write_atomic(ctx, &path, args.content.as_bytes())?;
     let bytes = args.content.len();
@@ -154,7 +183,82 @@ mod tests {
     }
 
     fn write(ctx: &Context, path: &str, content: &str) -> Result<Output, ToolError> {
-        run(Args { path: path.into(), content: content.into() }, ctx)
+        let args = Args { path: path.into(), content: content.into(), expected_sha256: String::new() };
+        run_with(args, ctx, FOLLOW)
+    }
+
+    const FOLLOW: Settings = Settings { require_fresh: false, follow_links: true };
+
+    fn write_fresh(
+        ctx: &Context,
+        content: &str,
+        hash: &str,
+        settings: Settings,
+    ) -> Result<Output, ToolError> {
+        let args = Args { path: "f.txt".into(), content: content.into(), expected_sha256: hash.into() };
+        run_with(args, ctx, settings)
+    }
+
+    #[test]
+    fn a_stale_hash_writes_nothing() {
+        let (dir, ctx) = setup();
+        let f = dir.path().join("f.txt");
+        fs::write(&f, "one\ntwo\n").unwrap();
+        let fresh = crate::sha256_hex(b"one\ntwo\n");
+        let err = write_fresh(&ctx, "x\n", &crate::sha256_hex(b"older"), Settings::default()).unwrap_err();
+        assert_eq!(err.code, codes::STALE_FILE);
+        assert!(
+            err.message.contains(&fresh) && err.message.contains("add 1 and remove 2"),
+            "{}",
+            err.message
+        );
+        assert_eq!(fs::read_to_string(&f).unwrap(), "one\ntwo\n");
+        write_fresh(&ctx, "x\n", &fresh.to_uppercase(), Settings::default()).unwrap();
+        assert_eq!(fs::read_to_string(&f).unwrap(), "x\n");
+        let err = write_fresh(&ctx, "y", "1234", Settings::default()).unwrap_err();
+        assert_eq!(err.code, codes::INVALID_ARGS);
+        assert!(err.message.starts_with("expected_sha256 must be"), "{}", err.message);
+    }
+
+    #[test]
+    fn require_fresh_needs_the_hash_for_existing_files_only() {
+        let (dir, ctx) = setup();
+        let strict = Settings { require_fresh: true, follow_links: false };
+        write_fresh(&ctx, "new", "", strict).unwrap();
+        let err = write_fresh(&ctx, "again", "", strict).unwrap_err();
+        assert_eq!(err.code, codes::STALE_FILE);
+        assert!(err.message.contains("read it first"), "{}", err.message);
+        assert_eq!(fs::read_to_string(dir.path().join("f.txt")).unwrap(), "new");
+        write_fresh(&ctx, "again", &crate::sha256_hex(b"new"), strict).unwrap();
+        assert_eq!(fs::read_to_string(dir.path().join("f.txt")).unwrap(), "again");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_refused_by_default() {
+        let (dir, ctx) = setup();
+        fs::write(dir.path().join("real.txt"), "old").unwrap();
+        std::os::unix::fs::symlink("real.txt", dir.path().join("f.txt")).unwrap();
+        let err = write_fresh(&ctx, "new", "", Settings::default()).unwrap_err();
+        assert_eq!(err.code, codes::IS_SYMLINK);
+        assert_eq!(fs::read_to_string(dir.path().join("real.txt")).unwrap(), "old");
+    }
+
+    /// The write after the check renames over the path: a symlink swapped in
+    /// after the check is replaced, never written through.
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_swapped_in_after_the_check_is_replaced_not_followed() {
+        let (dir, ctx) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::write(&victim, "precious").unwrap();
+        let target = dir.path().join("f.txt");
+        std::os::unix::fs::symlink(&victim, &target).unwrap();
+        write_atomic(&ctx, &target, b"new").unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(fs::symlink_metadata(&target).unwrap().is_file());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "new");
     }
 
     fn dir_names(dir: &Path) -> Vec<String> {
@@ -201,7 +305,7 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn writes_through_a_symlink() {
+    fn writes_through_a_symlink_when_the_policy_follows_links() {
         let (dir, ctx) = setup();
         fs::write(dir.path().join("real.txt"), "old").unwrap();
         std::os::unix::fs::symlink("real.txt", dir.path().join("link.txt")).unwrap();
