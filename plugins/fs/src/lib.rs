@@ -31,6 +31,7 @@ pub mod find;
 pub mod grep;
 pub mod ignores;
 pub mod list;
+pub mod matching;
 pub mod paths;
 pub mod read;
 pub mod readdir;
