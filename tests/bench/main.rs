@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -62,6 +62,9 @@ fn main() {
         }
         if wants("hooks") {
             hooks().await;
+        }
+        if wants("edit") {
+            edit().await;
         }
     });
     if wants("list") {
@@ -172,6 +175,51 @@ fn list() {
         run();
     }
     report("`toolhost list` wall time, cached start", (0..100).map(|_| run()).collect());
+}
+
+/// `edit_file` on a 5,000-line file: an exact `old_string`, and one whose
+/// middle line is stale so that only the block-anchor matcher lands it. The
+/// file is rewritten before each call (not timed).
+async fn edit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text: String =
+        (0..5000).map(|i| format!("    let value_{i} = compute(input, {i}); // ordinary code\n")).collect();
+    let path = dir.path().join("big.rs");
+    let host = Host::builder()
+        .work_dir(dir.path())
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+        .mode(toolhost::Mode::AcceptEdits)
+        .build()
+        .await
+        .expect("host builds");
+    let line = |i: usize| format!("let value_{i} = compute(input, {i}); // ordinary code");
+    let exact = json!({"path": "big.rs", "old_string": format!("    {}", line(2500)), "new_string": "    changed();"});
+    let stale = format!(
+        "{}\n    let value_2501 = compute(input, 0); // stale\n{}\n{}",
+        line(2500),
+        line(2502),
+        line(2503)
+    );
+    let anchored = json!({"path": "big.rs", "old_string": stale, "new_string": "changed();"});
+    for (label, args, matcher) in [
+        ("edit_file, 5,000 lines: exact", exact, "exact"),
+        ("edit_file, 5,000 lines: block-anchor", anchored, "block_anchor"),
+    ] {
+        let mut samples = Vec::new();
+        for i in 0..320 {
+            std::fs::write(&path, &text).expect("write");
+            let started = Instant::now();
+            let r = host.execute(ToolCall::new("edit_file", args.clone())).await;
+            let took = started.elapsed();
+            assert!(r.ok, "{label}: {:?}", r.error);
+            let meta = r.metadata.expect("metadata");
+            assert_eq!(meta["matcher"], matcher, "{label}: {meta}");
+            if i >= 20 {
+                samples.push(took);
+            }
+        }
+        report(label, samples);
+    }
 }
 
 /// ~10k files, ~100 MB, a rare match in some of them.

@@ -1,25 +1,32 @@
-//! `edit_file`: replace an exact string in a text file.
-
-use std::borrow::Cow;
+//! `edit_file`: replace a string in a text file, found exactly or by the
+//! tolerant matcher cascade of [`crate::matching`].
 
 use serde::Deserialize;
 use serde_json::json;
 use similar::TextDiff;
 use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes, quote_name};
 
+use crate::matching::{self, Edit, Limits, Matcher};
 use crate::paths::resolve_for_write;
 use crate::write::write_atomic;
 
 /// The tool description the model reads.
-pub const DESCRIPTION: &str = "Replace an exact string in an existing text file. `old_string` must match the file \
-exactly, whitespace and indentation included (copy it from read_file output without the line-number prefix), and \
-must occur exactly once unless `replace_all` is true: include enough surrounding lines to make it unique. Line \
-endings are handled for you: in a CRLF file, write `\\n` and it matches `\\r\\n`; the file keeps its line endings \
-and a UTF-8 byte order mark. Errors: `old_string_not_found`, `old_string_not_unique` (with the count), \
-`no_op_edit` (old and new are equal), `binary_file`, `not_found` (use write_file to create a file), \
-`forbidden_path` (.git, toolhost configuration), `is_symlink` (name the real file). Pass the sha256 read_file \
-showed as `expected_sha256`: if the file changed since, nothing is written (`stale_file`, with the current hash). The write is atomic and keeps the permission bits. Messages show a \
-name with control or unusual characters double-quoted with backslash escapes.";
+pub const DESCRIPTION: &str = "Replace a string in an existing text file. Copy `old_string` from read_file \
+output without the line-number prefix; it must occur exactly once unless `replace_all` is true: include enough \
+surrounding lines to make it unique. When it does not match exactly, tolerant matchers are tried in order: each line \
+trimmed; a block of 3+ lines by its first and last lines (the lines between may differ a little, e.g. a stale \
+comment); whitespace runs as one space; another common indentation; `\\n`, `\\t`, `\\\"` written literally; \
+surrounding whitespace; a block with one matching end line and most lines the same. The first that finds one place \
+is applied: `metadata.matcher` names it and the result gives the lines it replaced (check them). When those lines \
+are indented differently by a constant offset (more spaces, tabs for spaces), new_string is re-indented the same \
+way. Two equally good places are never guessed between. `replace_all` matches exactly only, and so do files over \
+4 MiB and old_strings over 64 KiB. Line endings are handled for you: in a CRLF file, write `\\n` and it matches \
+`\\r\\n`; the file keeps its line endings and a UTF-8 byte order mark. Errors: `old_string_not_found`, \
+`old_string_not_unique` (with the count or the lines), `no_op_edit` (old and new are equal), `binary_file`, \
+`not_found` (use write_file to create a file), `forbidden_path` (.git, toolhost configuration), `is_symlink` (name the real file). Pass the \
+sha256 read_file showed as `expected_sha256`: if the file changed since, nothing is written (`stale_file`, with \
+the current hash). The write is atomic and keeps the permission bits. Messages show a name with control or unusual characters double-quoted with backslash \
+escapes.";
 
 /// Arguments of `edit_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -82,29 +89,10 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         None => ("", whole),
     };
 
-    let (count, old, new) = find_matches(text, &args.old_string, &args.new_string);
-    match count {
-        0 => {
-            return Err(ToolError::new(
-                codes::OLD_STRING_NOT_FOUND,
-                format!(
-                    "old_string was not found in {shown}; it must match exactly, whitespace and indentation \
-                     included (read the file again to copy the current text)"
-                ),
-            ));
-        }
-        n if n > 1 && !args.replace_all => {
-            return Err(ToolError::new(
-                codes::OLD_STRING_NOT_UNIQUE,
-                format!(
-                    "old_string occurs {n} times in {shown}; include more surrounding lines to make it unique, \
-                     or set replace_all=true to replace all {n}"
-                ),
-            ));
-        }
-        _ => {}
-    }
-    let updated = if args.replace_all { text.replace(&*old, &new) } else { text.replacen(&*old, &new, 1) };
+    let edit =
+        matching::apply(text, &args.old_string, &args.new_string, args.replace_all, &Limits::default())
+            .map_err(|refusal| ToolError::new(refusal.code(), refusal.message(&shown)))?;
+    let updated = &edit.text;
     if updated == text {
         return Err(ToolError::new(codes::NO_OP_EDIT, format!("the edit would leave {shown} unchanged")));
     }
@@ -119,44 +107,48 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         .context_radius(3)
         .header(&quote_name(&format!("a/{exact}")), &quote_name(&format!("b/{exact}")))
         .to_string();
+    let count = edit.replacements;
     let plural = if count == 1 { "" } else { "s" };
-    Ok(Output::text(format!("Made {count} replacement{plural} in {shown}."))
-        .with_display(diff)
-        .with_metadata(json!({
-            "path": exact,
-            "replacements": count,
-            "sha256": crate::sha256_hex(&bytes),
-        })))
-}
-
-/// Count the occurrences of `old` in `text` and return the strings to
-/// replace with. When `text` uses CRLF line endings the model's `\n` become
-/// `\r\n` in both strings; if that finds nothing (a file with mixed endings)
-/// the strings are tried as given.
-fn find_matches<'a>(text: &str, old: &'a str, new: &'a str) -> (usize, Cow<'a, str>, Cow<'a, str>) {
-    if uses_crlf(text) {
-        let (old_crlf, new_crlf) = (to_crlf(old), to_crlf(new));
-        let count = text.matches(&*old_crlf).count();
-        if count > 0 || old_crlf == old {
-            return (count, old_crlf, new_crlf);
-        }
+    let mut content = format!("Made {count} replacement{plural} in {shown}.");
+    let mut display = diff;
+    if edit.matcher != Matcher::Exact {
+        content = fuzzy_summary(&edit, &shown);
+        display = format!("{}\n{display}", replaced_lines(text, &edit));
     }
-    (text.matches(old).count(), Cow::Borrowed(old), Cow::Borrowed(new))
+    Ok(Output::text(content).with_display(display).with_metadata(json!({
+        "path": exact,
+        "replacements": count,
+        "matcher": edit.matcher.name(),
+        "lines": [edit.lines.0, edit.lines.1],
+        "reindented": edit.reindented,
+        "sha256": crate::sha256_hex(&bytes),
+    })))
 }
 
-/// True when most line endings of `text` are `\r\n`.
-fn uses_crlf(text: &str) -> bool {
-    let crlf = text.matches("\r\n").count();
-    let lf = text.bytes().filter(|&b| b == b'\n').count();
-    crlf > 0 && crlf * 2 >= lf
-}
-
-/// `s` with every line ending (`\n` or `\r\n`) written as `\r\n`.
-fn to_crlf(s: &str) -> Cow<'_, str> {
-    if !s.contains('\n') {
-        return Cow::Borrowed(s);
+/// What the model reads after a tolerant match: which lines were replaced,
+/// how they were found, and that new_string was re-indented.
+fn fuzzy_summary(edit: &Edit, shown: &str) -> String {
+    let (first, last) = edit.lines;
+    let at = if first == last { format!("line {first}") } else { format!("lines {first}-{last}") };
+    let mut s = format!(
+        "Made 1 replacement in {shown}, {at}: old_string did not match exactly; it matched {} (the \
+         replaced lines are in the diff).",
+        edit.matcher.name()
+    );
+    if let Some(shift) = &edit.reindented {
+        s.push_str(&format!(" new_string was re-indented to the file's ({shift})."));
     }
-    Cow::Owned(s.replace("\r\n", "\n").replace('\n', "\r\n"))
+    s
+}
+
+/// The original lines an inexact match replaced, numbered, for the display.
+fn replaced_lines(text: &str, edit: &Edit) -> String {
+    let (first, last) = edit.lines;
+    let mut s = format!("Replaced lines {first}-{last} (matched {}):\n", edit.matcher.name());
+    for (n, line) in text.lines().enumerate().skip(first - 1).take(last + 1 - first) {
+        s.push_str(&format!("{:>6}\t{line}\n", n + 1));
+    }
+    s
 }
 
 #[cfg(test)]
@@ -203,6 +195,54 @@ mod tests {
         assert_eq!(meta["sha256"], crate::sha256_hex(b"one\n2\nthree\n"));
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["f.txt"], "no temporary file left");
+    }
+
+    #[test]
+    fn a_tolerant_match_names_its_matcher_and_shows_the_lines_replaced() {
+        let (dir, ctx) = setup(b"fn a() {\r\n\tif x {\r\n\t\ty();\r\n\t}\r\n}\r\n");
+        let out =
+            edit(&ctx, "    if x {\n        y();\n    }", "    if x {\n        z();\n    }", false).unwrap();
+        assert_eq!(file(&dir), b"fn a() {\r\n\tif x {\r\n\t\tz();\r\n\t}\r\n}\r\n", "tabs and CRLF kept");
+        assert_eq!(
+            out.content,
+            "Made 1 replacement in f.txt, lines 2-4: old_string did not match exactly; it matched line_trimmed \
+             (the replaced lines are in the diff). new_string was re-indented to the file's (4 spaces as a tab)."
+        );
+        let display = out.display.unwrap();
+        assert!(
+            display.starts_with("Replaced lines 2-4 (matched line_trimmed):\n     2\t\tif x {\n     3\t\t\ty();\n     4\t\t}\n\n--- a/f.txt"),
+            "{display}"
+        );
+        let meta = out.metadata.unwrap();
+        assert_eq!((meta["matcher"].as_str(), &meta["lines"]), (Some("line_trimmed"), &json!([2, 4])));
+        assert_eq!(meta["reindented"], "4 spaces as a tab");
+
+        let out = edit(&ctx, "z();", "w();", false).unwrap();
+        assert_eq!(out.metadata.unwrap()["matcher"], "exact");
+        assert!(out.display.unwrap().starts_with("--- a/f.txt"), "an exact edit shows the diff alone");
+    }
+
+    #[test]
+    fn refusals_say_what_the_tolerant_matching_did() {
+        let (dir, ctx) = setup(b"  a()\n  b()\n\n    a()\n    b()\n");
+        let err = edit(&ctx, "a()\nb()", "c()", false).unwrap_err();
+        assert_eq!(err.code, codes::OLD_STRING_NOT_UNIQUE);
+        assert!(
+            err.message.contains("fits 2 places equally well (starting at lines 1, 4)"),
+            "{}",
+            err.message
+        );
+        let err = edit(&ctx, "a()\nb()", "c()", true).unwrap_err();
+        assert_eq!(err.code, codes::OLD_STRING_NOT_FOUND);
+        assert!(err.message.contains("replace_all matches exactly only"), "{}", err.message);
+        assert_eq!(file(&dir), b"  a()\n  b()\n\n    a()\n    b()\n");
+    }
+
+    #[test]
+    fn the_description_states_the_size_bounds() {
+        let limits = Limits::default();
+        assert_eq!((limits.max_text_bytes, limits.max_old_bytes), (4 << 20, 64 << 10));
+        assert!(DESCRIPTION.contains("files over 4 MiB and old_strings over 64 KiB"));
     }
 
     #[test]
@@ -345,13 +385,5 @@ mod tests {
             "{diff}"
         );
         assert_eq!(out.metadata.unwrap()["path"], name);
-    }
-
-    #[test]
-    fn line_ending_detection() {
-        assert!(uses_crlf("a\r\nb\r\n"));
-        assert!(!uses_crlf("a\nb\n"));
-        assert!(!uses_crlf("a\r\nb\nc\nd\n"));
-        assert_eq!(to_crlf("a\nb\r\nc"), "a\r\nb\r\nc");
     }
 }

@@ -35,6 +35,7 @@ pub mod fresh;
 pub mod grep;
 pub mod ignores;
 pub mod list;
+pub mod matching;
 pub mod mv;
 pub mod paths;
 pub mod read;
