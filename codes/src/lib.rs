@@ -12,7 +12,7 @@
 //!
 //! | group | host-made | tool-made |
 //! | --- | --- | --- |
-//! | the call | [`UNKNOWN_TOOL`], [`INVALID_ARGS`] (the schema), [`CANCELLED`], [`TIMEOUT`], [`FUEL_EXHAUSTED`], [`MEMORY_LIMIT`], [`OUTPUT_LIMIT`], [`TRAP`], [`BAD_OUTPUT`], [`HOST_ERROR`], [`PERMISSION_DENIED`] | [`INVALID_ARGS`] (well-typed but unusable arguments) |
+//! | the call | [`UNKNOWN_TOOL`], [`INVALID_ARGS`] (the schema), [`CANCELLED`], [`TIMEOUT`], [`FUEL_EXHAUSTED`], [`MEMORY_LIMIT`], [`OUTPUT_LIMIT`], [`TRAP`], [`BAD_OUTPUT`], [`HOST_ERROR`], [`PERMISSION_DENIED`], [`JOURNAL_FAILED`] | [`INVALID_ARGS`] (well-typed but unusable arguments) |
 //! | the host's native tools | [`OUTPUT_NOT_FOUND`] (`read_output`), [`RUN_TESTS_BUSY`], [`TESTS_FAILED`] (`run_tests`) | — |
 //! | loading a plugin (a load error, not a call's) | [`CAPABILITY_DENIED`], [`IDENTITY_MISMATCH`], [`TOOL_LIST_TOO_LARGE`], [`DUPLICATE_TOOL`] | — |
 //! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`]; `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`] |
@@ -23,6 +23,8 @@
 
 // The call: made by the host around every call.
 
+/// The host could not record the call in its effect journal, so it did not run it: the message says why (often a full disk).
+pub const JOURNAL_FAILED: &str = "journal_failed";
 /// No tool has this name: list the tools and call one of them.
 pub const UNKNOWN_TOOL: &str = "unknown_tool";
 /// The arguments do not match the tool's schema, or are unusable together: fix the field the message names.
@@ -148,6 +150,7 @@ pub const ALL: &[&str] = &[
     BAD_OUTPUT,
     HOST_ERROR,
     PERMISSION_DENIED,
+    JOURNAL_FAILED,
     OUTPUT_NOT_FOUND,
     RUN_TESTS_BUSY,
     TESTS_FAILED,

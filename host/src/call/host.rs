@@ -47,8 +47,10 @@ pub struct Host {
     /// The policy's pre- and post-tool-use hooks, loaded.
     pub(crate) hooks: Hooks,
     /// The host's own state outside the work dir (`None`: no data dir is known).
-    #[allow(dead_code, reason = "read by the effect journal and the removed files' artifacts")]
     pub(crate) data_dir: Option<PathBuf>,
+    /// Where calls that may change something are recorded before they run
+    /// (`None`: not journaled; see [`crate::HostBuilder::journal`]).
+    pub(crate) journal: Option<crate::journal::Journal>,
 }
 
 impl Host {
@@ -81,6 +83,16 @@ impl Host {
     /// Full outputs by call id.
     pub fn outputs(&self) -> &OutputStore {
         &self.outputs
+    }
+
+    /// The host's data dir, when one is known.
+    pub fn data_dir(&self) -> Option<&Path> {
+        self.data_dir.as_deref()
+    }
+
+    /// The effect journal, when calls are journaled.
+    pub fn journal(&self) -> Option<&crate::journal::Journal> {
+        self.journal.as_ref()
     }
 
     /// The engine.

@@ -2,6 +2,7 @@
 
 mod approve;
 mod commands;
+mod journal;
 mod new;
 mod plugins;
 mod trust;
@@ -75,6 +76,10 @@ enum Command {
     Trust(trust::TrustArgs),
     /// Create a tool project in ./NAME: toolhost new --lang rust|python|js NAME.
     New(new::NewArgs),
+    /// List the effect journal of a work dir: the calls that may have changed
+    /// something, and how each ended; a call that began and never settled (the host
+    /// died mid-call) is INDETERMINATE.
+    Journal(journal::JournalArgs),
 }
 
 /// How to build the host: where tools work, which plugins, which limits.
@@ -158,8 +163,9 @@ impl HostArgs {
     }
 
     /// Build the host; `interactive`: ask on the terminal (when there is one) for calls
-    /// the permissions leave open, instead of denying them.
-    pub(crate) async fn build(&self, interactive: bool) -> anyhow::Result<Host> {
+    /// the permissions leave open, instead of denying them; `journal`: it runs calls, so
+    /// it journals them (in the data dir).
+    pub(crate) async fn build(&self, interactive: bool, journal: bool) -> anyhow::Result<Host> {
         let limits = self.limits()?;
         let policy = toolhost::Policy::discover(self.policy.as_deref(), &self.work_dir)?;
         let network = toolhost::NetworkSettings {
@@ -173,6 +179,7 @@ impl HostArgs {
             .network(network)
             .policy(policy)
             .stub_sockets(self.stub_sockets)
+            .journal(journal)
             .plugin_exec(toolhost::ExecGrant {
                 programs: self.allow_programs.clone(),
                 shell: self.allow_shell,
@@ -229,6 +236,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Serve { host } => commands::serve(&host).await,
             Command::Trust(args) => trust::run(&args),
             Command::New(args) => new::run(&args),
+            Command::Journal(args) => journal::run(&args),
         }
     });
     match outcome {
