@@ -206,3 +206,45 @@ fn a_host_killed_mid_calls_leaves_whole_files_and_names_the_calls_in_flight() {
     assert_eq!(text.lines().count(), indeterminate.len(), "{text}");
     assert!(text.lines().all(|l| l.contains("INDETERMINATE")), "{text}");
 }
+
+/// `write_file` on a full filesystem (a 1 MiB tmpfs mounted in a mount namespace of
+/// its own): the call fails, the old bytes are intact, no temp file is left.
+#[test]
+fn a_write_to_a_full_disk_fails_no_space_and_keeps_the_old_file() {
+    assert!(toolhost_tests::is_root(), "this test mounts a tmpfs: run it as root (CI does)");
+    let mount = tempfile::tempdir().unwrap();
+    let args = json!({"path": "f", "content": "n".repeat(100 << 10)}).to_string();
+    let script = r#"mount -t tmpfs -o size=1m tmpfs "$1" || exit 99
+        printf precious > "$1/f"
+        dd if=/dev/zero of="$1/filler" bs=4k >/dev/null 2>&1
+        "$2" call write_file "$3" --mode yolo --work-dir "$1" --json
+        echo "---"; cat "$1/f"; echo; echo "---"; ls -A "$1""#;
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c", script, "sh"])
+        .arg(mount.path())
+        .arg(toolhost_bin())
+        .arg(&args)
+        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
+        .env("TOOLHOST_CONFIG_DIR", toolhost_tests::test_config_dir())
+        .env("TOOLHOST_CACHE_DIR", workspace_root().join("target").join("test-compile-cache"))
+        .env_remove("TOOLHOST_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_ne!(
+        out.status.code(),
+        Some(99),
+        "mounting a tmpfs failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let parts: Vec<&str> = stdout.split("---\n").collect();
+    assert_eq!(parts.len(), 3, "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_str(parts[0].trim()).unwrap();
+    assert_eq!(result["ok"], false, "{result}");
+    let error = result["error"].as_str().unwrap();
+    // wasmtime-wasi reports a stream write's ENOSPC as a plain I/O error (EIO), so the
+    // guest can name it `no_space` only where the error keeps its kind.
+    assert!(error.starts_with("no_space: f: ") || error.starts_with("io_error: f: "), "{error}");
+    assert_eq!(parts[1].trim_end(), "precious");
+    assert_eq!(parts[2].split_whitespace().collect::<Vec<_>>(), vec!["f", "filler"], "a temp file was left");
+}
