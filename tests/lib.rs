@@ -70,6 +70,13 @@ pub fn test_config_dir() -> &'static Path {
     DIR.get_or_init(|| tempfile::tempdir().expect("temp config dir")).path()
 }
 
+/// The data dir (`TOOLHOST_DATA_DIR`: the effect journal) the `toolhost` binary gets
+/// in these tests, one per test process, so they never write the user's own.
+pub fn test_data_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("temp data dir")).path()
+}
+
 /// The directory of the built `toolhost` binary's workspace.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()

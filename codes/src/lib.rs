@@ -12,10 +12,10 @@
 //!
 //! | group | host-made | tool-made |
 //! | --- | --- | --- |
-//! | the call | [`UNKNOWN_TOOL`], [`INVALID_ARGS`] (the schema), [`CANCELLED`], [`TIMEOUT`], [`FUEL_EXHAUSTED`], [`MEMORY_LIMIT`], [`OUTPUT_LIMIT`], [`TRAP`], [`BAD_OUTPUT`], [`HOST_ERROR`], [`PERMISSION_DENIED`] | [`INVALID_ARGS`] (well-typed but unusable arguments) |
+//! | the call | [`UNKNOWN_TOOL`], [`INVALID_ARGS`] (the schema), [`CANCELLED`], [`TIMEOUT`], [`FUEL_EXHAUSTED`], [`MEMORY_LIMIT`], [`OUTPUT_LIMIT`], [`TRAP`], [`BAD_OUTPUT`], [`HOST_ERROR`], [`PERMISSION_DENIED`], [`JOURNAL_FAILED`] | [`INVALID_ARGS`] (well-typed but unusable arguments) |
 //! | the host's native tools | [`OUTPUT_NOT_FOUND`] (`read_output`), [`RUN_TESTS_BUSY`], [`TESTS_FAILED`] (`run_tests`) | — |
 //! | loading a plugin (a load error, not a call's) | [`CAPABILITY_DENIED`], [`IDENTITY_MISMATCH`], [`TOOL_LIST_TOO_LARGE`], [`DUPLICATE_TOOL`] | — |
-//! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`]; `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`]; the changing tools: [`STALE_FILE`], [`IS_SYMLINK`], [`ALREADY_EXISTS`], [`ARTIFACT_NOT_FOUND`] |
+//! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`], [`NO_SPACE`]; `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`]; the changing tools: [`STALE_FILE`], [`IS_SYMLINK`], [`ALREADY_EXISTS`], [`ARTIFACT_NOT_FOUND`] |
 //! | the network (the pinned fetch) | [`BLOCKED_URL`], [`INVALID_URL`], [`HOST_NOT_ALLOWED`], [`METHOD_NOT_ALLOWED`], [`TOO_MANY_REDIRECTS`], [`TOO_LARGE`], [`TRANSPORT`], [`TIMEOUT`] (a `fetch-error` case the SDK names) | [`INVALID_URL`], [`METHOD_NOT_ALLOWED`] (checked before sending), [`UNSUPPORTED_CONTENT_TYPE`], [`INVALID_SEARCH_URL`]; the web tools' `http_<status>` (`http_404`, …), made at run time and not in [`ALL`] |
 //! | exec (starting a program) | [`PROGRAM_NOT_ALLOWED`], [`SHELL_NOT_ALLOWED`], [`ENV_NOT_ALLOWED`], [`BAD_CWD`], [`EXEC_BUSY`], [`SANDBOX_UNAVAILABLE`], [`SPAWN_FAILED`] (an `exec-error` case the SDK names; `run_tests` makes some itself) | [`COMMAND_FAILED`], [`TIMEOUT`], [`CANCELLED`] (how a program that ran failed) |
 
@@ -23,6 +23,8 @@
 
 // The call: made by the host around every call.
 
+/// The host could not record the call in its effect journal, so it did not run it: the message says why (often a full disk).
+pub const JOURNAL_FAILED: &str = "journal_failed";
 /// No tool has this name: list the tools and call one of them.
 pub const UNKNOWN_TOOL: &str = "unknown_tool";
 /// The arguments do not match the tool's schema, or are unusable together: fix the field the message names.
@@ -88,6 +90,8 @@ pub const NOT_A_DIRECTORY: &str = "not_a_directory";
 pub const BINARY_FILE: &str = "binary_file";
 /// Any other I/O failure: the message has the system's reason.
 pub const IO_ERROR: &str = "io_error";
+/// The disk (or the file size the system allows) is full: nothing was changed; free space or write less.
+pub const NO_SPACE: &str = "no_space";
 /// `edit_file` was asked to replace a string with itself: nothing to do.
 pub const NO_OP_EDIT: &str = "no_op_edit";
 /// `edit_file`: `old_string` does not occur in the file: read the file and copy the text exactly.
@@ -157,6 +161,7 @@ pub const ALL: &[&str] = &[
     BAD_OUTPUT,
     HOST_ERROR,
     PERMISSION_DENIED,
+    JOURNAL_FAILED,
     OUTPUT_NOT_FOUND,
     RUN_TESTS_BUSY,
     TESTS_FAILED,
@@ -174,6 +179,7 @@ pub const ALL: &[&str] = &[
     NOT_A_DIRECTORY,
     BINARY_FILE,
     IO_ERROR,
+    NO_SPACE,
     NO_OP_EDIT,
     OLD_STRING_NOT_FOUND,
     OLD_STRING_NOT_UNIQUE,

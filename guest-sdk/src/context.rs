@@ -164,6 +164,15 @@ mod tests {
     }
 
     #[test]
+    fn a_full_disk_is_no_space() {
+        for kind in [io::ErrorKind::StorageFull, io::ErrorKind::QuotaExceeded, io::ErrorKind::FileTooLarge] {
+            let err = ctx().io_error(&io::Error::from(kind), Path::new("/work/proj/a"));
+            assert_eq!(err.code, "no_space", "{kind:?}");
+            assert!(err.to_string().contains("a: "), "{err}");
+        }
+    }
+
+    #[test]
     fn displays_relative() {
         assert_eq!(ctx().display(Path::new("/work/proj/src/a.rs")), "src/a.rs");
         assert_eq!(ctx().display(Path::new("/work/proj")), ".");

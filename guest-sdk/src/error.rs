@@ -57,6 +57,9 @@ impl ToolError {
                      or this tool may not write there)"
                 ),
             ),
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded | io::ErrorKind::FileTooLarge => {
+                Self::new(codes::NO_SPACE, format!("{shown}: {err}; nothing was changed"))
+            }
             _ => Self::new(codes::IO_ERROR, format!("{shown}: {err}")),
         }
     }

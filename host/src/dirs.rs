@@ -8,8 +8,9 @@
 
 use std::path::PathBuf;
 
-/// The host's data dir by default, or `None` when no variable names one.
-pub(crate) fn default_data_dir() -> Option<PathBuf> {
+/// The host's data dir by default, or `None` when no variable names one (the
+/// `toolhost` binary's; a library host uses it when [`crate::HostBuilder::data_dir`] is not set).
+pub fn default_data_dir() -> Option<PathBuf> {
     let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     env("TOOLHOST_DATA_DIR")
         .or_else(|| env("XDG_DATA_HOME").map(|d| d.join("toolhost")))

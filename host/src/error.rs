@@ -43,6 +43,9 @@ pub enum LoadError {
     /// The wasmtime engine could not be created.
     #[error("could not create the wasm engine: {0}")]
     Engine(String),
+    /// The effect journal could not be opened.
+    #[error("could not open the effect journal: {0}")]
+    Journal(String),
     /// The plugin file could not be read.
     #[error("could not read plugin {path}: {source}")]
     Read {

@@ -15,7 +15,8 @@ fn run_in(cwd: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
     cmd.current_dir(cwd)
         .args(args)
         .env_remove("TOOLHOST_LOG")
-        .env("TOOLHOST_CONFIG_DIR", toolhost_tests::test_config_dir());
+        .env("TOOLHOST_CONFIG_DIR", toolhost_tests::test_config_dir())
+        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir());
     for (key, value) in env {
         cmd.env(key, value);
     }

@@ -30,6 +30,7 @@ fn js() -> PathBuf {
 fn toolhost(args: &[&str]) -> Output {
     Command::new(toolhost_bin())
         .args(args)
+        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
         .env("TOOLHOST_CACHE_DIR", workspace_root().join("target").join("test-compile-cache"))
         .env_remove("TOOLHOST_LOG")
         .output()

@@ -182,6 +182,7 @@ fn descriptors_the_binary_inherits_never_reach_its_children() {
             .args([&out5, &secret, &out200, toolhost_bin()])
             .arg(&args)
             .arg(work.path())
+            .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
             .env_remove("TOOLHOST_LOG")
             .output()
             .unwrap();

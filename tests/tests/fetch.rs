@@ -396,6 +396,7 @@ fn the_cli_grants_hosts_and_shows_the_private_opt_out() {
         std::process::Command::new(toolhost_bin())
             .current_dir(dir.path())
             .args(args)
+            .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
             .env_remove("TOOLHOST_LOG")
             .output()
             .expect("run toolhost")

@@ -25,6 +25,7 @@ fn toolhost(cwd: &Path, args: &[&str]) -> Output {
         .current_dir(cwd)
         .args(args)
         .env("TOOLHOST_CACHE_DIR", cache_dir())
+        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
         .env_remove("TOOLHOST_LOG")
         .output()
         .expect("running toolhost")
@@ -105,6 +106,7 @@ fn check_tool(project: &Path, tool: &str, wasm: &Path, extra: &[&str]) {
         .current_dir(project)
         .env("PATH", path)
         .env("TOOLHOST_CACHE_DIR", cache_dir())
+        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
         .output()
         .unwrap();
     assert!(out.status.success(), "`{line}` failed: {}", text(&out.stderr));

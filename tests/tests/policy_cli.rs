@@ -15,6 +15,7 @@ fn run(cwd: &Path, args: &[&str]) -> Output {
         .args(args)
         .env_remove("TOOLHOST_LOG")
         .env("TOOLHOST_CONFIG_DIR", test_config_dir())
+        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
         .stdin(Stdio::null())
         .output()
         .expect("running toolhost")
@@ -111,6 +112,7 @@ fn add_writes_what_it_shows_and_odd_strings_parse_back_as_they_were() {
         .args(["list", "--json"])
         .env_remove("TOOLHOST_LOG")
         .env("TOOLHOST_CONFIG_DIR", test_config_dir())
+        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
         .env(&env, "odd-value")
         .output()
         .unwrap();
@@ -274,6 +276,7 @@ fn on_terminal(cwd: &Path, args: &[&str], answer: &str) -> Output {
         .current_dir(cwd)
         .env_remove("TOOLHOST_LOG")
         .env("TOOLHOST_CONFIG_DIR", test_config_dir())
+        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -40,6 +40,7 @@ impl Setup {
             .args(["--work-dir", self.work().to_str().unwrap()])
             .env_remove("TOOLHOST_LOG")
             .env("TOOLHOST_CONFIG_DIR", self.config.path())
+            .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
             .env("TOOLHOST_CACHE_DIR", toolhost_tests::workspace_root().join("target/test-compile-cache"))
             .stdin(Stdio::null());
         cmd

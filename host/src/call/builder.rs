@@ -64,6 +64,7 @@ pub struct HostBuilder {
     builtin_exec: Option<ExecGrant>,
     plugin_exec: ExecGrant,
     data_dir: Option<PathBuf>,
+    journal: bool,
 }
 
 enum PluginSource {
@@ -98,6 +99,16 @@ impl HostBuilder {
     /// `~/.local/share/toolhost`).
     pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// Journal every call that is not read-only in the data dir's effect journal
+    /// ([`crate::journal`]; off by default for a library host, on in the `toolhost`
+    /// binary). Building fails when it is on and no data dir is known or the journal
+    /// can't be opened; a call whose `begin` record can't be written fails
+    /// `journal_failed` without running.
+    pub fn journal(mut self, on: bool) -> Self {
+        self.journal = on;
         self
     }
 
@@ -303,11 +314,22 @@ impl HostBuilder {
             crate::sandbox::fdlimit::raise_nofile(),
             self.engine.max_concurrent_calls,
         );
+        let journal = match (self.journal, &data_dir) {
+            (false, _) => None,
+            (true, None) => {
+                return Err(LoadError::Journal("no data dir is known (set TOOLHOST_DATA_DIR)".into()));
+            }
+            (true, Some(data)) => Some(
+                crate::journal::Journal::open(data, work_dir.as_deref())
+                    .map_err(|e| LoadError::Journal(format!("{}: {e}", data.display())))?,
+            ),
+        };
         let shown = &policy.builtins.reveal;
         let redacted_env: Vec<(String, String)> =
             self.builtin_env(&policy).into_iter().filter(|(name, _)| !shown.contains(name)).collect();
         Ok(Host {
             data_dir,
+            journal,
             native_redactor: crate::policy::Redactor::new(&redacted_env),
             hooks,
             protected,

@@ -223,7 +223,22 @@ impl Host {
     /// store → clamp → post-tool-use hooks.
     pub(crate) async fn run_admitted(&self, admitted: Admitted<'_>) -> ToolResult {
         let Admitted { call_id, tool, args, cancel, permission, context, started } = admitted;
+        let ticket = match self.journal_begin(&call_id, tool, &args) {
+            Ok(ticket) => ticket,
+            Err(err) => {
+                let mut result = ToolResult::failed(self, call_id, err, self.limits(), started)
+                    .with_permission(permission);
+                result.append_context(&context, &self.native_redactor);
+                return result;
+            }
+        };
         let mut result = self.run(&call_id, tool, &args, &cancel, permission, started).await;
+        if let (Some(journal), Some(ticket)) = (&self.journal, ticket)
+            && let Err(e) = journal.settle(ticket, result.code(), None)
+        {
+            // The call ran; only its settle is missing, so it reads as indeterminate.
+            tracing::warn!("effect journal: the settle of {call_id} was not written: {e}");
+        }
         let mut context = context;
         if !self.hooks.is_empty() {
             let outcome = Outcome { ok: result.ok, output: &result.output, error: result.error.as_ref() };
@@ -237,6 +252,29 @@ impl Host {
         result.append_context(&context, &self.native_redactor);
         result.duration = started.elapsed();
         result
+    }
+
+    /// Write the `begin` record of a call that may change something, durably,
+    /// before it runs (`None`: read-only, or no journal).
+    fn journal_begin(
+        &self,
+        call_id: &str,
+        tool: &Tool,
+        args: &Value,
+    ) -> Result<Option<crate::journal::Ticket>, CallError> {
+        let Some(journal) = &self.journal else { return Ok(None) };
+        if tool.spec().read_only {
+            return Ok(None);
+        }
+        let text = args.to_string();
+        let redactor = tool.plugin().map(|p| p.redactor()).unwrap_or(&self.native_redactor);
+        let preview = self.native_redactor.redact(&redactor.redact(&text)).into_owned();
+        journal.begin(call_id, &tool.spec().name, &text, args, &preview).map(Some).map_err(|e| {
+            CallError::new(
+                codes::JOURNAL_FAILED,
+                format!("the call was not run: its record could not be written: {e}"),
+            )
+        })
     }
 
     async fn run(

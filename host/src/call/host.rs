@@ -48,6 +48,9 @@ pub struct Host {
     pub(crate) hooks: Hooks,
     /// The host's own state outside the work dir (`None`: no data dir is known).
     pub(crate) data_dir: Option<PathBuf>,
+    /// Where calls that may change something are recorded before they run
+    /// (`None`: not journaled; see [`crate::HostBuilder::journal`]).
+    pub(crate) journal: Option<crate::journal::Journal>,
 }
 
 impl Host {
@@ -80,6 +83,16 @@ impl Host {
     /// Full outputs by call id.
     pub fn outputs(&self) -> &OutputStore {
         &self.outputs
+    }
+
+    /// The host's data dir, when one is known.
+    pub fn data_dir(&self) -> Option<&Path> {
+        self.data_dir.as_deref()
+    }
+
+    /// The effect journal, when calls are journaled.
+    pub fn journal(&self) -> Option<&crate::journal::Journal> {
+        self.journal.as_ref()
     }
 
     /// The engine.

@@ -12,7 +12,7 @@ use super::HostArgs;
 
 /// `toolhost list`
 pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitCode> {
-    let host = args.build(false).await?;
+    let host = args.build(false, false).await?;
     let mut out = std::io::stdout().lock();
     if as_json {
         let tools: Vec<Value> = host
@@ -110,7 +110,7 @@ pub(crate) async fn call(
     if !parsed.is_object() {
         bail!("ARGS_JSON must be a JSON object, got: {parsed}");
     }
-    let host = args.build(true).await?;
+    let host = args.build(true, true).await?;
     let result = host.execute(ToolCall::new(name, parsed)).await;
     let mut out = std::io::stdout().lock();
     if as_json {
@@ -130,7 +130,8 @@ pub(crate) async fn call(
 /// stdout carries only the protocol.
 pub(crate) async fn serve(args: &HostArgs) -> anyhow::Result<ExitCode> {
     // stdin is the protocol: nobody can be asked on it.
-    let host = args.build(false).await?;
+    let host = args.build(false, true).await?;
+    super::journal::warn_indeterminate(&host);
     toolhost::serve_stdio(std::sync::Arc::new(host)).await?;
     Ok(ExitCode::SUCCESS)
 }
@@ -138,7 +139,7 @@ pub(crate) async fn serve(args: &HostArgs) -> anyhow::Result<ExitCode> {
 /// `toolhost restore ARTIFACT [--path P]`: exit 0 restored, 1 refused (the code and
 /// why on stderr).
 pub(crate) async fn restore(args: &HostArgs, artifact: &str, path: Option<&str>) -> anyhow::Result<ExitCode> {
-    let host = args.build(false).await?;
+    let host = args.build(false, false).await?;
     match host.restore_artifact(artifact, path) {
         Ok(message) => {
             println!("{message}");

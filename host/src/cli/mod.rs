@@ -2,6 +2,7 @@
 
 mod approve;
 mod commands;
+mod journal;
 mod new;
 mod plugins;
 mod trust;
@@ -86,6 +87,10 @@ enum Command {
         #[command(flatten)]
         host: HostArgs,
     },
+    /// List the effect journal of a work dir: the calls that may have changed
+    /// something, and how each ended; a call that began and never settled (the host
+    /// died mid-call) is INDETERMINATE.
+    Journal(journal::JournalArgs),
 }
 
 /// How to build the host: where tools work, which plugins, which limits.
@@ -169,8 +174,9 @@ impl HostArgs {
     }
 
     /// Build the host; `interactive`: ask on the terminal (when there is one) for calls
-    /// the permissions leave open, instead of denying them.
-    pub(crate) async fn build(&self, interactive: bool) -> anyhow::Result<Host> {
+    /// the permissions leave open, instead of denying them; `journal`: it runs calls, so
+    /// it journals them (in the data dir).
+    pub(crate) async fn build(&self, interactive: bool, journal: bool) -> anyhow::Result<Host> {
         let limits = self.limits()?;
         let policy = toolhost::Policy::discover(self.policy.as_deref(), &self.work_dir)?;
         let network = toolhost::NetworkSettings {
@@ -184,6 +190,7 @@ impl HostArgs {
             .network(network)
             .policy(policy)
             .stub_sockets(self.stub_sockets)
+            .journal(journal)
             .plugin_exec(toolhost::ExecGrant {
                 programs: self.allow_programs.clone(),
                 shell: self.allow_shell,
@@ -243,6 +250,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Restore { artifact, path, host } => {
                 commands::restore(&host, &artifact, path.as_deref()).await
             }
+            Command::Journal(args) => journal::run(&args),
         }
     });
     match outcome {

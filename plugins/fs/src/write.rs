@@ -121,7 +121,13 @@ pub fn write_atomic(ctx: &Context, path: &Path, bytes: &[u8]) -> Result<Option<u
         if old.is_some() {
             toolhost_guest::fs::copy_permissions(path, &temp.0)?;
         }
-        fs::rename(&temp.0, path)
+        fs::rename(&temp.0, path)?;
+        // The rename is durable once the directory is (best effort: not every
+        // filesystem lets a directory be synced).
+        if let Ok(dir) = fs::File::open(parent) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
     })();
     match result {
         Ok(()) => {
