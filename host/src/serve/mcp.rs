@@ -173,7 +173,7 @@ impl ServerHandler for ToolhostServer {
 }
 
 /// Serve `host`'s tools over stdin/stdout until the client closes stdin,
-/// through the JSON-RPC front ([`super::framing`]). Nothing but the protocol
+/// through the JSON-RPC front (`serve::framing`). Nothing but the protocol
 /// is written to stdout.
 pub async fn serve_stdio(host: Arc<Host>) -> anyhow::Result<()> {
     let server = ToolhostServer::new(host);
