@@ -165,9 +165,9 @@ fn a_host_killed_mid_calls_leaves_whole_files_and_names_the_calls_in_flight() {
     }
     assert!(indeterminate.is_disjoint(&answered));
     assert!(!indeterminate.is_empty(), "the kill came after every call had ended");
-    // A call may settle in the instant between its record and its answer: rare.
-    let settled_unanswered = by_token.iter().filter(|(n, open)| !**open && !answered.contains(n)).count();
-    assert!(settled_unanswered <= 3, "{settled_unanswered} calls settled without an answer");
+    // A call that settled may still have lost its answer to the kill (queued for
+    // stdout): the journal rightly calls it done, so no bound on those here; on a
+    // busy machine there can be dozens.
 
     // The next start warns and serves normally.
     let log = data.path().join("stderr.log");
