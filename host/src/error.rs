@@ -46,6 +46,9 @@ pub enum LoadError {
     /// The effect journal could not be opened.
     #[error("could not open the effect journal: {0}")]
     Journal(String),
+    /// The output store's directory could not be opened.
+    #[error("could not open the output store: {0}")]
+    OutputStore(String),
     /// The plugin file could not be read.
     #[error("could not read plugin {path}: {source}")]
     Read {

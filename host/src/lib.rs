@@ -68,5 +68,6 @@ pub use output::{Omitted, OutputStore, Part, READ_OUTPUT};
 pub use policy::grants::{FsGrant, GrantSource, PluginGrants, Sockets};
 pub use policy::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, Redactor};
 pub use protect::hostfs;
+pub use serve::http::{BearerToken, HttpError, HttpServer, HttpSettings};
 pub use serve::mcp::{ToolhostServer, serve_stdio};
 pub use tokio_util::sync::CancellationToken;

@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -65,6 +65,9 @@ fn main() {
         }
         if wants("edit") {
             edit().await;
+        }
+        if wants("serve") {
+            serve().await;
         }
     });
     if wants("list") {
@@ -677,4 +680,104 @@ async fn hooks() {
         c.saturating_sub(b).as_secs_f64() / floor.as_secs_f64(),
         w.saturating_sub(b)
     );
+}
+
+/// `toolhost serve` spawned with the hostile plugin over a temp work dir.
+fn serve_command(dir: &Path, extra: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(toolhost_tests::toolhost_bin());
+    cmd.arg("serve").arg("--work-dir").arg(dir).args(["--plugin", HOSTILE_WASM]).args(extra);
+    cmd.env("TOOLHOST_CACHE_DIR", bench_cache()).env("TOOLHOST_DATA_DIR", dir.join(".data"));
+    cmd.env_remove("TOOLHOST_LOG").kill_on_drop(true);
+    cmd
+}
+
+/// A no-op `tools/call` round trip through `toolhost serve`: over stdio (one
+/// JSON line each way, after `initialize`) and over HTTP on 127.0.0.1 (a
+/// 2026-07-28 stateless POST on a kept-alive connection, JSON answer); then
+/// calls per second with 8 clients at once over HTTP.
+async fn serve() {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    const N: usize = 2000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let call = |id: usize| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "noop", "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}}})
+    };
+
+    let mut child = serve_command(dir.path(), &[])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut samples = Vec::with_capacity(N);
+    for id in 0..N + 200 {
+        let started = Instant::now();
+        stdin.write_all(format!("{}\n", call(id)).as_bytes()).await.expect("write");
+        let line = stdout.next_line().await.expect("read").expect("a line");
+        assert!(line.contains("\"ok\""), "{line}");
+        if id >= 200 {
+            samples.push(started.elapsed());
+        }
+    }
+    report("serve: no-op tools/call over stdio", samples);
+    drop(stdin);
+    let _ = child.wait().await;
+
+    let mut child = serve_command(dir.path(), &["--http", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve --http starts");
+    let mut stderr = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let url = loop {
+        let line = stderr.next_line().await.expect("read").expect("listening");
+        if let Some(rest) = line.strip_prefix("toolhost: serving MCP on ") {
+            break rest.to_string();
+        }
+    };
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let mut samples = Vec::with_capacity(N);
+    for id in 0..N + 200 {
+        let started = Instant::now();
+        let text = post_noop(&client, &url, call(id).to_string()).await;
+        assert!(text.contains("\"ok\""), "{text}");
+        if id >= 200 {
+            samples.push(started.elapsed());
+        }
+    }
+    report("serve: no-op tools/call over HTTP (loopback)", samples);
+
+    let started = Instant::now();
+    let mut clients = tokio::task::JoinSet::new();
+    for c in 0..8 {
+        let (client, url) = (client.clone(), url.clone());
+        clients.spawn(async move {
+            for i in 0..N / 8 {
+                let text = post_noop(&client, &url, call(c * N + i).to_string()).await;
+                assert!(text.contains("\"ok\""), "{text}");
+            }
+        });
+    }
+    while clients.join_next().await.is_some() {}
+    let rate = N as f64 / started.elapsed().as_secs_f64();
+    println!("{:<44} {rate:.0} calls/s", "serve: no-op over HTTP, 8 clients at once");
+    let _ = child.kill().await;
+}
+
+/// POST a 2026-07-28 `tools/call` of `noop` and return the body.
+async fn post_noop(client: &reqwest::Client, url: &str, body: String) -> String {
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "noop")
+        .body(body)
+        .send()
+        .await
+        .expect("answered");
+    response.text().await.expect("body")
 }

@@ -53,6 +53,7 @@ pub struct HostBuilder {
     allow: Option<Vec<String>>,
     engine: EngineSettings,
     output_store_bytes: Option<usize>,
+    output_store_dir: Option<PathBuf>,
     network: NetworkSettings,
     env: Vec<(String, String, String)>,
     policy: Option<Policy>,
@@ -164,6 +165,14 @@ impl HostBuilder {
         self
     }
 
+    /// Keep full outputs in files in `dir`, which other hosts may share (so
+    /// `read_output` on one finds what another stored), instead of in memory.
+    /// Created 0700 when missing; protected from tools like the data dir.
+    pub fn output_store_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.output_store_dir = Some(dir.into());
+        self
+    }
+
     /// Network settings: which hosts builtin and third-party plugins may fetch
     /// from, the private-target opt-out, and the resolver and connector (see
     /// [`NetworkSettings`]; by default builtins may reach any public host and
@@ -254,8 +263,12 @@ impl HostBuilder {
         let search = settings.search_path();
         let exec = Arc::new(ExecRuntime::new(settings, work_dir.clone()));
 
-        let outputs =
-            Arc::new(OutputStore::new(self.output_store_bytes.unwrap_or(DEFAULT_OUTPUT_STORE_BYTES)));
+        let store_bytes = self.output_store_bytes.unwrap_or(DEFAULT_OUTPUT_STORE_BYTES);
+        let outputs = Arc::new(match &self.output_store_dir {
+            None => OutputStore::new(store_bytes),
+            Some(dir) => OutputStore::on_disk(dir, store_bytes)
+                .map_err(|e| LoadError::OutputStore(format!("{}: {e}", dir.display())))?,
+        });
         let mut registry = Registry::new();
         let mut loaded = Vec::new();
         for (name, bytes, grants) in self.sources()? {
@@ -283,6 +296,9 @@ impl HostBuilder {
         let data_dir = self.data_dir.clone().or_else(crate::dirs::default_data_dir);
         if let Some(data) = &data_dir {
             permissions.protect_file(data);
+        }
+        if let Some(store) = &self.output_store_dir {
+            permissions.protect_file(store);
         }
         // The hooks' programs and components decide calls: no tool may change them.
         let hooks = Hooks::load(&policy.hooks, &engine, &linker, &exec, work_dir.as_deref())?;

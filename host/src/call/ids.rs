@@ -1,5 +1,5 @@
-//! Call ids: unique within a process and unlikely to collide across
-//! processes (they go into logs and the output store).
+//! Call ids: unique within a process and, by a random 64-bit prefix, across
+//! processes (they go into logs and the output store several may share).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,15 +11,16 @@ pub(crate) fn next_id() -> u64 {
     COUNTER.fetch_add(1, Ordering::Relaxed)
 }
 
-/// A fresh call id such as `call-3f9a1c-17`.
+/// A fresh call id such as `call-3f9a1c07d2e45b10-17`.
 pub(crate) fn new_call_id() -> String {
     static PREFIX: OnceLock<String> = OnceLock::new();
+    // 64 random bits per process (the standard library's per-process hash
+    // seed): processes sharing an output store never share a prefix.
     let prefix = PREFIX.get_or_init(|| {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        format!("{:06x}", (nanos ^ std::process::id().rotate_left(16)) & 0xff_ffff)
+        use std::hash::{BuildHasher as _, Hasher as _};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        format!("{:016x}", hasher.finish())
     });
     format!("call-{prefix}-{}", next_id())
 }

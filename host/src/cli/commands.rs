@@ -126,13 +126,26 @@ pub(crate) async fn call(
     Ok(if result.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-/// `toolhost serve`: an MCP server on stdio until the client closes stdin.
-/// stdout carries only the protocol.
-pub(crate) async fn serve(args: &HostArgs) -> anyhow::Result<ExitCode> {
-    // stdin is the protocol: nobody can be asked on it.
-    let host = args.build(false, true).await?;
+/// `toolhost serve`: an MCP server on stdio until the client closes stdin
+/// (stdout carries only the protocol), or with `--http` on Streamable HTTP until
+/// the process is stopped (calls in flight end with it; the journal has their begins).
+pub(crate) async fn serve(args: &HostArgs, serve: &super::ServeArgs) -> anyhow::Result<ExitCode> {
+    // Settings first: a bad flag or token file fails before plugins load.
+    let http = serve.settings()?;
+    // stdin is the protocol (or not a person's): nobody can be asked on it.
+    let mut builder = args.builder(false, true)?;
+    if let Some(dir) = serve.store_dir() {
+        builder = builder.output_store_dir(dir);
+    }
+    let host = std::sync::Arc::new(builder.build().await?);
     super::journal::warn_indeterminate(&host);
-    toolhost::serve_stdio(std::sync::Arc::new(host)).await?;
+    let Some(settings) = http else {
+        toolhost::serve_stdio(host).await?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let server = toolhost::HttpServer::bind(host, settings).await?;
+    eprintln!("toolhost: serving MCP on http://{}/mcp", server.local_addr());
+    server.run().await?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -45,10 +45,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve every tool to MCP clients over stdio (JSON-RPC on stdin/stdout).
+    /// Serve every tool to MCP clients over stdio (JSON-RPC on stdin/stdout), or
+    /// with --http over Streamable HTTP at http://ADDR/mcp.
     Serve {
         #[command(flatten)]
         host: HostArgs,
+        #[command(flatten)]
+        http: ServeArgs,
     },
     /// Show a component's tools, imports, what they ask for and its sha256, and the
     /// policy entry `add` would write, without writing anything.
@@ -151,6 +154,73 @@ pub(crate) struct HostArgs {
     search_url: Option<String>,
 }
 
+/// `serve`'s transport flags.
+#[derive(Args)]
+pub(crate) struct ServeArgs {
+    /// Serve Streamable HTTP on this address (`127.0.0.1:8377`; port 0 picks a free
+    /// one, printed on stderr) instead of stdio; the endpoint is /mcp.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// Require `Authorization: Bearer TOKEN`, the token read from FILE (mode 0600,
+    /// at least 16 visible ASCII bytes).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
+    /// Listen on an address that is not loopback (needs --token-file).
+    #[arg(long, requires = "http")]
+    allow_remote: bool,
+    /// A browser origin allowed besides the server's own, such as
+    /// `https://app.example:443` (repeatable); any other Origin gets 403.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<String>,
+    /// The largest request body in bytes (413 beyond).
+    #[arg(long, value_name = "BYTES", requires = "http")]
+    max_body_bytes: Option<usize>,
+    /// Requests one client address may have in flight (429 beyond).
+    #[arg(long, value_name = "N", requires = "http")]
+    calls_per_client: Option<usize>,
+    /// Milliseconds a connection may take to send a request head or body, or idle.
+    #[arg(long, value_name = "MS", requires = "http")]
+    idle_timeout_ms: Option<u64>,
+    /// Connections open at once.
+    #[arg(long, value_name = "N", requires = "http")]
+    max_connections: Option<usize>,
+    /// Keep full outputs (what `read_output` reads) in this directory, which
+    /// several `serve` instances may share (default: `outputs` in the data dir).
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+}
+
+impl ServeArgs {
+    /// Where full outputs are kept: --store, else the data dir's `outputs`.
+    pub(crate) fn store_dir(&self) -> Option<PathBuf> {
+        self.store.clone().or_else(|| toolhost::default_data_dir().map(|d| d.join("outputs")))
+    }
+
+    /// The HTTP settings, when --http was given.
+    pub(crate) fn settings(&self) -> anyhow::Result<Option<toolhost::HttpSettings>> {
+        let Some(bind) = self.http else { return Ok(None) };
+        let mut settings = toolhost::HttpSettings::new(bind);
+        if let Some(file) = &self.token_file {
+            settings.token = Some(toolhost::BearerToken::from_file(file)?);
+        }
+        settings.allow_remote = self.allow_remote;
+        settings.allow_origins = self.allow_origins.clone();
+        if let Some(n) = self.max_body_bytes {
+            settings.max_body_bytes = n;
+        }
+        if let Some(n) = self.calls_per_client {
+            settings.calls_per_client = n;
+        }
+        if let Some(ms) = self.idle_timeout_ms {
+            settings.idle_timeout = std::time::Duration::from_millis(ms);
+        }
+        if let Some(n) = self.max_connections {
+            settings.max_connections = n;
+        }
+        Ok(Some(settings))
+    }
+}
+
 pub(crate) fn program_name(name: &str) -> Result<String, String> {
     toolhost::ExecGrant::valid_program_name(name).map(|()| name.to_string())
 }
@@ -177,6 +247,11 @@ impl HostArgs {
     /// the permissions leave open, instead of denying them; `journal`: it runs calls, so
     /// it journals them (in the data dir).
     pub(crate) async fn build(&self, interactive: bool, journal: bool) -> anyhow::Result<Host> {
+        Ok(self.builder(interactive, journal)?.build().await?)
+    }
+
+    /// The builder [`HostArgs::build`] builds.
+    pub(crate) fn builder(&self, interactive: bool, journal: bool) -> anyhow::Result<toolhost::HostBuilder> {
         let limits = self.limits()?;
         let policy = toolhost::Policy::discover(self.policy.as_deref(), &self.work_dir)?;
         let network = toolhost::NetworkSettings {
@@ -215,7 +290,7 @@ impl HostArgs {
         if let Some(tools) = &self.tools {
             builder = builder.allow_tools(tools.clone());
         }
-        Ok(builder.build().await?)
+        Ok(builder)
     }
 }
 
@@ -244,7 +319,7 @@ pub(crate) fn main() -> ExitCode {
             }
             Command::Inspect { file, json, entry } => plugins::inspect(&file, &entry, json).await,
             Command::Add { file, entry } => plugins::add(&file, &entry).await,
-            Command::Serve { host } => commands::serve(&host).await,
+            Command::Serve { host, http } => commands::serve(&host, &http).await,
             Command::Trust(args) => trust::run(&args),
             Command::New(args) => new::run(&args),
             Command::Restore { artifact, path, host } => {

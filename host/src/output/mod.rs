@@ -7,6 +7,7 @@
 //! `read_output`, the call id and the part. Metadata too large or too deep to
 //! parse is kept as text and replaced by a small stand-in ([`parts`]).
 
+mod disk;
 mod parts;
 mod store;
 

@@ -1,17 +1,29 @@
 //! [`OutputStore`]: the full text of every part of recent calls' results, by
-//! call id and part, within a byte budget.
+//! call id and part, within a byte budget: in this process's memory, or in a
+//! directory several processes share (`super::disk`).
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 
 use super::Part;
+use super::disk::DiskStore;
 
-/// Full texts by call id and [`Part`], least recently used dropped first once
-/// the total passes a byte budget. A miss is normal (evicted or never stored).
+/// Files a store on disk keeps at most.
+pub(crate) const DISK_MAX_FILES: usize = 4096;
+
+/// Full texts by call id and [`Part`], least recently used (on disk: oldest)
+/// dropped first once the total passes a byte budget. A miss is normal
+/// (evicted or never stored).
 pub struct OutputStore {
-    inner: Mutex<Inner>,
+    backend: Backend,
     max_bytes: usize,
+}
+
+enum Backend {
+    Memory(Mutex<Inner>),
+    Disk(DiskStore),
 }
 
 struct Inner {
@@ -22,7 +34,23 @@ struct Inner {
 impl OutputStore {
     /// A store holding at most `max_bytes` of text in total.
     pub fn new(max_bytes: usize) -> Self {
-        Self { inner: Mutex::new(Inner { entries: LruCache::unbounded(), bytes: 0 }), max_bytes }
+        let inner = Inner { entries: LruCache::unbounded(), bytes: 0 };
+        Self { backend: Backend::Memory(Mutex::new(inner)), max_bytes }
+    }
+
+    /// A store in the directory `dir` (created 0700 when missing), which other
+    /// host processes may share: at most `max_bytes` and 4096
+    /// files. Refused when `dir` is a symlink, not a directory, or writable by others.
+    pub fn on_disk(dir: &Path, max_bytes: usize) -> std::io::Result<Self> {
+        Ok(Self { backend: Backend::Disk(DiskStore::open(dir, max_bytes, DISK_MAX_FILES)?), max_bytes })
+    }
+
+    /// The directory of a store on disk.
+    pub fn dir(&self) -> Option<&Path> {
+        match &self.backend {
+            Backend::Memory(_) => None,
+            Backend::Disk(disk) => Some(disk.dir()),
+        }
     }
 
     /// The byte budget.
@@ -43,7 +71,11 @@ impl OutputStore {
         if text.len() > self.max_bytes {
             return false;
         }
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let inner = match &self.backend {
+            Backend::Memory(inner) => inner,
+            Backend::Disk(disk) => return disk.put(call_id, part, &text),
+        };
+        let mut inner = inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.bytes += text.len();
         if let Some(old) = inner.entries.put((call_id.to_string(), part), text) {
             inner.bytes -= old.len();
@@ -64,13 +96,20 @@ impl OutputStore {
 
     /// The full text of `part` of `call_id`'s result, if kept and not evicted.
     pub fn get_part(&self, call_id: &str, part: Part) -> Option<Arc<str>> {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let inner = match &self.backend {
+            Backend::Memory(inner) => inner,
+            Backend::Disk(disk) => return disk.get(call_id, part),
+        };
+        let mut inner = inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.entries.get(&(call_id.to_string(), part)).cloned()
     }
 
     /// Bytes currently kept.
     pub fn bytes(&self) -> usize {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).bytes
+        match &self.backend {
+            Backend::Memory(inner) => inner.lock().unwrap_or_else(|p| p.into_inner()).bytes,
+            Backend::Disk(disk) => disk.bytes(),
+        }
     }
 }
 

@@ -1,9 +1,11 @@
 //! Serving the host's tools to agents: [`mcp`], the Model Context Protocol
 //! (rmcp's server), behind [`framing`], a newline-delimited JSON-RPC front that
 //! answers malformed input and batches as JSON-RPC 2.0 requires
-//! ([`jsonrpc`]); [`result`] shapes a call's outcome.
+//! ([`jsonrpc`]); [`result`] shapes a call's outcome; [`http`] serves the
+//! same server over Streamable HTTP.
 
 mod framing;
+pub(crate) mod http;
 mod jsonrpc;
 pub(crate) mod mcp;
 mod result;
