@@ -156,7 +156,6 @@ impl DiskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt as _;
 
     #[test]
     fn two_stores_on_one_directory_share_outputs() {
