@@ -26,6 +26,10 @@ pub const FSPROBE_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_FSPROBE");
 /// descriptions and schemas, deep schemas, a trap or a loop while listing.
 pub const FLOOD_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_FLOOD");
 
+/// A typed-export component (no `toolhost:plugin`: its exported WIT functions are
+/// the tools), with its WIT doc comments in a `package-docs` section.
+pub const TEST_TYPED_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_TYPED");
+
 /// The tools of `builtin:fs`, sorted.
 pub const FS_TOOLS: [&str; 9] = [
     "disk_usage",

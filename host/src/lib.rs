@@ -64,6 +64,7 @@ pub use load::inspect::{Inspection, inspect_file};
 pub use load::plugin::Plugin;
 pub use load::registry::{NATIVE_SOURCE, Registry, Tool};
 pub use load::spec::{ToolDefinition, ToolSpec};
+pub use load::typed::Skipped;
 pub use output::{Omitted, OutputStore, Part, READ_OUTPUT};
 pub use policy::grants::{FsGrant, GrantSource, PluginGrants, Sockets};
 pub use policy::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, Redactor};

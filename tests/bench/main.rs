@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|typed ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost::{EngineSettings, Host, HostPattern, Limits, NetworkSettings, ToolCall};
-use toolhost_tests::{EXEC_WASM, HOSTILE_WASM, NET_WASM, TEST_HOOK_WASM, workspace_root};
+use toolhost_tests::{EXEC_WASM, HOSTILE_WASM, NET_WASM, TEST_HOOK_WASM, TEST_TYPED_WASM, workspace_root};
 
 fn main() {
     // `cargo bench` passes `--bench`; the rest names what to run (all if none).
@@ -68,6 +68,9 @@ fn main() {
         }
         if wants("serve") {
             serve().await;
+        }
+        if wants("typed") {
+            typed().await;
         }
     });
     if wants("list") {
@@ -133,6 +136,44 @@ async fn noop() {
     let dir = tempfile::tempdir().expect("tempdir");
     let host = host_with(dir.path(), true).await;
     report("no-op tool through the executor", timed_calls(&host, "noop", json!({}), 5000).await);
+}
+
+/// A typed-export function against a `toolhost:plugin` tool doing the same (nothing,
+/// no arguments): what the typed path (export lookup, dynamic call with values,
+/// rendering) adds per call. Calls alternate so both see the same machine.
+async fn typed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host = Host::builder()
+        .work_dir(dir.path())
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+        .without_builtins()
+        .mode(toolhost::Mode::Yolo)
+        .plugin_file(HOSTILE_WASM)
+        .plugin_file(TEST_TYPED_WASM)
+        .build()
+        .await
+        .expect("host builds");
+    let (n, warm) = (3000, 300);
+    let (mut plugin, mut typed) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..warm + n {
+        for (name, samples) in [("noop", &mut plugin), ("nothing", &mut typed)] {
+            let started = Instant::now();
+            let r = host.execute(ToolCall::new(name, json!({}))).await;
+            let took = started.elapsed();
+            assert!(r.ok, "{name}: {:?}", r.error);
+            if i >= warm {
+                samples.push(took);
+            }
+        }
+    }
+    let median = |s: &mut Vec<Duration>| {
+        s.sort();
+        s[s.len() / 2]
+    };
+    let ratio = median(&mut typed).as_secs_f64() / median(&mut plugin).as_secs_f64();
+    report("toolhost:plugin no-op tool (noop)", plugin);
+    report("typed-export no-op function (nothing)", typed);
+    println!("typed / toolhost:plugin, median: {ratio:.2}x");
 }
 
 async fn read_small() {

@@ -311,8 +311,13 @@ impl Host {
                 };
                 (parts, host_limits, redactor)
             }
-            Runner::Wasm(plugin) => {
-                let out = self.run_wasm(plugin, tool.spec(), args, &call_id, cancel).await;
+            Runner::Wasm(plugin) | Runner::Typed(plugin, _) => {
+                let out = match tool.runner() {
+                    Runner::Typed(_, index) => {
+                        self.run_typed(plugin, *index, tool.spec(), args, &call_id, cancel).await
+                    }
+                    _ => self.run_wasm(plugin, tool.spec(), args, &call_id, cancel).await,
+                };
                 let redactor = plugin.redactor();
                 let parts = out.map_err(|e| redact_error(redactor, e)).map(|out| redact(redactor, out));
                 (parts, plugin.limits(), Some(redactor))
@@ -345,6 +350,55 @@ impl Host {
         }
     }
 
+    /// Run function `index` of a typed-export component in a fresh sandbox, as
+    /// [`Self::run_wasm`] runs a listed tool: the arguments converted to its values
+    /// (`invalid_args`), the result rendered (a `result`'s error is `tool_error`), a
+    /// typed value kept as the metadata's `result`.
+    async fn run_typed(
+        &self,
+        plugin: &Plugin,
+        index: usize,
+        tool: &ToolSpec,
+        args: &Value,
+        call_id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Parts, CallError> {
+        let (Some(func), crate::load::plugin::Exports::Typed(prepared, _)) =
+            (plugin.typed_func(index), plugin.exports())
+        else {
+            return Err(CallError::new(codes::HOST_ERROR, "not a typed-export tool"));
+        };
+        let params = crate::load::typed::convert::args(&func.params, args)
+            .map_err(|why| CallError::new(codes::INVALID_ARGS, why))?;
+        let limits = plugin.limits();
+        let _slot = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(CallError::new(codes::CANCELLED, "")),
+            slot = self.call_slot() => slot,
+        };
+        let exec = self.exec_access(plugin, cancel);
+        let tampering = exec.as_ref().map(crate::imports::exec::ExecAccess::tampering);
+        let spec = StoreSpec {
+            call_id,
+            fs: plugin.fs_access(self.work_dir(), !tool.read_only),
+            net: self.net_access(plugin),
+            exec,
+            fs_guard: self.fs_guard(),
+            limits,
+            deadline: Deadline::after(limits.deadline_for(tool.timeout_ms)),
+        };
+        let result =
+            sandbox::run_typed(prepared, spec, &func.export, &params, func.result.is_some(), cancel).await;
+        if let Some(why) = tampering.and_then(|t| t.take()) {
+            return Err(CallError::new(codes::PERMISSION_DENIED, why));
+        }
+        let result = result?;
+        let rendered = crate::load::typed::render(result)?;
+        let metadata =
+            rendered.value.map(|value| Metadata::Text(serde_json::json!({ "result": value }).to_string()));
+        Ok(Parts { content: rendered.text, display: None, metadata })
+    }
+
     /// Run a component's tool in a fresh sandbox: the work dir (read-only
     /// for read-only tools), the limits, the merged deadline and cancellation.
     async fn run_wasm(
@@ -375,7 +429,10 @@ impl Host {
             limits,
             deadline: Deadline::after(limits.deadline_for(tool.timeout_ms)),
         };
-        let output = sandbox::run(plugin.prepared(), spec, &tool.name, &args_json, cancel).await;
+        let crate::load::plugin::Exports::Tools(prepared) = plugin.exports() else {
+            return Err(CallError::new(codes::HOST_ERROR, "not a toolhost:plugin tool"));
+        };
+        let output = sandbox::run(prepared, spec, &tool.name, &args_json, cancel).await;
         // A child changed a protected path (undone where it could be).
         if let Some(why) = tampering.and_then(|t| t.take()) {
             return Err(CallError::new(codes::PERMISSION_DENIED, why));

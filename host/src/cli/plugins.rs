@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use serde_json::json;
+use toolhost::policy::config::ConfigSource;
 use toolhost::policy::{POLICY_FILE, PluginEntry, PluginEntryDraft, plugin_entry_toml};
 use toolhost::{
     Engine, EngineSettings, ExecGrant, FsGrant, GrantSource, HostPattern, Inspection, Limits, PluginGrants,
@@ -41,6 +42,13 @@ pub(crate) struct EntryArgs {
     /// Let it run shell command lines (`bash -c`) through exec.
     #[arg(long)]
     allow_shell: bool,
+    /// A `wasi:config/store` value: `KEY=VALUE`, or `KEY` alone for the host
+    /// variable of that name, taken at each start and redacted (repeatable).
+    #[arg(long = "config", value_name = "KEY[=VALUE]")]
+    config: Vec<String>,
+    /// A typed-export tool that changes nothing (repeatable).
+    #[arg(long = "read-only", value_name = "TOOL")]
+    read_only: Vec<String>,
 }
 
 fn parse_fs(s: &str) -> Result<FsGrant, String> {
@@ -81,6 +89,17 @@ impl EntryArgs {
         }
     }
 
+    /// The `config` table these flags give.
+    fn config(&self) -> Vec<(String, ConfigSource)> {
+        self.config
+            .iter()
+            .map(|c| match c.split_once('=') {
+                Some((key, text)) => (key.to_string(), ConfigSource::Literal(text.to_string())),
+                None => (c.clone(), ConfigSource::Env { env: c.clone() }),
+            })
+            .collect()
+    }
+
     /// The entry `name` for `file`, from these flags and what the component asks for.
     fn draft(&self, file: &Path, name: String, report: &Inspection) -> anyhow::Result<PluginEntryDraft> {
         let writes = report.tools.iter().any(|t| !t.read_only);
@@ -108,6 +127,8 @@ impl EntryArgs {
             env: self.env.clone(),
             sockets: if report.requested.sockets { Sockets::Stub } else { Sockets::Refuse },
             exec: self.exec(),
+            config: self.config(),
+            read_only: self.read_only.clone(),
         })
     }
 }
@@ -125,6 +146,21 @@ async fn examine(file: &Path, args: &EntryArgs) -> anyhow::Result<(Inspection, P
     grants.net.hosts = args.hosts.clone();
     grants.sockets = Sockets::Stub;
     grants.exec = args.exec();
+    // Whether a config import is granted depends only on there being values: the
+    // inspection never reads the host's variables.
+    grants.config = args
+        .config()
+        .into_iter()
+        .map(|(key, source)| toolhost::policy::config::ConfigValue {
+            from_env: match &source {
+                ConfigSource::Env { env } => Some(env.clone()),
+                ConfigSource::Literal(_) => None,
+            },
+            value: String::new(),
+            key,
+        })
+        .collect();
+    grants.read_only = args.read_only.clone();
     let report = toolhost::inspect_file(&engine, file, Some(&grants)).await?;
     let draft = args.draft(file, name, &report)?;
     Ok((report, draft))
@@ -168,10 +204,19 @@ fn print_report(
     for unknown in &asks.unknown {
         writeln!(out, "  never provided: {unknown}")?;
     }
-    writeln!(out, "tools:")?;
+    writeln!(out, "tools:{}", if report.typed { " (its exported functions)" } else { "" })?;
     for tool in &report.tools {
         let ro = if tool.read_only { " (read-only)" } else { "" };
         writeln!(out, "  {}{ro}: {}", tool.name, tool.description.lines().next().unwrap_or(""))?;
+        if report.typed {
+            writeln!(out, "    arguments: {}", tool.parameters)?;
+        }
+    }
+    if !report.skipped.is_empty() {
+        writeln!(out, "skipped functions (not tools):")?;
+        for skipped in &report.skipped {
+            writeln!(out, "  {}: {}", skipped.function, skipped.why)?;
+        }
     }
     writeln!(out, "policy entry:\n{}", plugin_entry_toml(draft))?;
     if let Some(err) = &report.refused {
@@ -192,6 +237,8 @@ pub(crate) async fn inspect(file: &Path, args: &EntryArgs, as_json: bool) -> any
             "imports": report.imports,
             "requested": report.requested,
             "tools": report.tools,
+            "typed": report.typed,
+            "skipped": report.skipped,
             "entry": plugin_entry_toml(&draft),
             "refused": report.refused.as_ref().map(|e| e.to_string()),
         });
@@ -214,6 +261,12 @@ pub(crate) async fn add(file: &Path, args: &EntryArgs) -> anyhow::Result<ExitCod
         let what =
             if report.requested.fetch { "toolhost:plugin/fetch" } else { "wasi:http/outgoing-handler" };
         bail!("not added: it imports {what}; say which hosts it may reach with --allow-host PATTERN");
+    }
+    if report.requested.config && draft.config.is_empty() {
+        bail!(
+            "not added: it imports wasi:config/store; give the values it reads with --config KEY=VALUE, \
+             or --config KEY to take the host variable KEY"
+        );
     }
     if report.requested.exec && draft.exec.is_empty() {
         bail!(

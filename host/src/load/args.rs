@@ -16,6 +16,10 @@ use crate::error::{CallError, codes};
 pub(crate) struct ArgsSchema {
     schema: Value,
     validator: jsonschema::Validator,
+    /// A typed-export function's parameters: the arguments are checked by converting
+    /// them to its component values (the schema was derived from the same types;
+    /// the conversion's errors name the field and the WIT type).
+    typed: Option<Vec<(String, wasmtime::component::types::Type)>>,
 }
 
 impl std::fmt::Debug for ArgsSchema {
@@ -31,7 +35,13 @@ impl ArgsSchema {
             return Err("parameters must be a JSON Schema with \"type\": \"object\"".into());
         }
         let validator = jsonschema::validator_for(&schema).map_err(|e| format!("bad JSON Schema: {e}"))?;
-        Ok(Self { schema, validator })
+        Ok(Self { schema, validator, typed: None })
+    }
+
+    /// Check arguments by converting them to `params` rather than with the schema.
+    pub(crate) fn typed(mut self, params: Vec<(String, wasmtime::component::types::Type)>) -> Self {
+        self.typed = Some(params);
+        self
     }
 
     /// Coerce then validate `args`. Absent arguments (`null`) are `{}`.
@@ -41,6 +51,12 @@ impl ArgsSchema {
             other => other,
         };
         coerce(&self.schema, &self.schema, &mut args);
+        if let Some(params) = &self.typed {
+            return match super::typed::convert::args(params, &args) {
+                Ok(_) => Ok(args),
+                Err(why) => Err(CallError::new(codes::INVALID_ARGS, why)),
+            };
+        }
         let problems: Vec<String> = self
             .validator
             .iter_errors(&args)

@@ -40,6 +40,10 @@ pub struct Inspection {
     pub requested: Requested,
     /// The tools (listed with every stubbable import linked and no capability granted).
     pub tools: Vec<ToolSpec>,
+    /// Whether it is a typed-export component (its functions are the tools).
+    pub typed: bool,
+    /// The exported functions of a typed-export component that are not tools, and why.
+    pub skipped: Vec<crate::load::typed::Skipped>,
     /// Why the host would refuse it under the grants it was judged against.
     pub refused: Option<LoadError>,
 }
@@ -70,12 +74,12 @@ pub(crate) async fn inspect(
     }
     let refused = check_identity(name, &sha256, grants).and_then(|()| check_imports(&imports, grants)).err();
     // One hash and one compile: the listing reuses the component compiled above.
-    let plugin = Plugin::from_component(engine, linker, name, sha256.clone(), loaded, &listing).await;
-    let (tools, refused) = match plugin {
-        Ok(plugin) => (plugin.tools().to_vec(), refused),
-        Err(err) => (Vec::new(), refused.or(Some(err))),
+    let plugin = Plugin::from_component(engine, linker, name, bytes, sha256.clone(), loaded, &listing).await;
+    let (tools, typed, skipped, refused) = match plugin {
+        Ok(plugin) => (plugin.tools().to_vec(), plugin.is_typed(), plugin.skipped().to_vec(), refused),
+        Err(err) => (Vec::new(), false, Vec::new(), refused.or(Some(err))),
     };
-    Ok(Inspection { sha256, size: bytes.len(), imports, requested, tools, refused })
+    Ok(Inspection { sha256, size: bytes.len(), imports, requested, tools, typed, skipped, refused })
 }
 
 /// Look at the component file at `path` the way `toolhost inspect` does, under

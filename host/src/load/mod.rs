@@ -5,7 +5,7 @@
 //! [`plugin`] loads one component, [`capabilities`] judges its imports, [`spec`]
 //! bounds and converts its tool list, [`args`] compiles and applies argument
 //! schemas, [`standard`] makes them standard JSON Schema, [`registry`] holds every tool by name, [`inspect`] looks at a
-//! component without registering it, [`builtins`] are the embedded components.
+//! component without registering it, [`builtins`] are the embedded components, [`typed`] makes tools of a component's exported functions.
 
 pub(crate) mod args;
 pub(crate) mod builtins;
@@ -15,3 +15,4 @@ pub(crate) mod plugin;
 pub(crate) mod registry;
 pub(crate) mod spec;
 mod standard;
+pub(crate) mod typed;

@@ -21,17 +21,27 @@ use crate::imports::exec::ResolvedGrant;
 use crate::imports::fetch::NetGrant;
 use crate::limits::Limits;
 use crate::load::spec::ToolSpec;
+use crate::load::typed::{self, Skipped, TypedExports, TypedFunc};
 use crate::policy::Redactor;
 use crate::policy::grants::{FsGrant, PluginGrants};
 use crate::sandbox::{CallState, Prepared};
 
+/// What a component exports, prepared to instantiate.
+pub(crate) enum Exports {
+    /// `toolhost:plugin/tools`: the tools it lists.
+    Tools(Prepared),
+    /// Typed functions, one tool each.
+    Typed(Prepared<wasmtime::component::InstancePre<CallState>>, TypedExports),
+}
+
 /// A loaded plugin: a compiled component ready to instantiate per call, and
 /// the tools it declared.
 pub struct Plugin {
+    name: Arc<str>,
     sha256: String,
     imports: Vec<String>,
     from_cache: bool,
-    prepared: Prepared,
+    exports: Exports,
     tools: Vec<ToolSpec>,
     /// `Some` only when the component imports fetch (and its grant lists hosts).
     net: Option<Arc<NetGrant>>,
@@ -45,7 +55,7 @@ pub struct Plugin {
 impl std::fmt::Debug for Plugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Plugin")
-            .field("name", &self.prepared.name)
+            .field("name", &self.name)
             .field("sha256", &self.sha256)
             .finish_non_exhaustive()
     }
@@ -65,7 +75,7 @@ impl Plugin {
         let sha256 = hex::encode(Sha256::digest(bytes));
         check_identity(name, &sha256, grants)?;
         let loaded = engine.component(bytes, &sha256)?;
-        Self::from_component(engine, linker, name, sha256, loaded, grants).await
+        Self::from_component(engine, linker, name, bytes, sha256, loaded, grants).await
     }
 
     /// The rest of [`Plugin::load`], for a component already hashed, checked against
@@ -74,6 +84,7 @@ impl Plugin {
         engine: &Engine,
         linker: &Linker<CallState>,
         name: &str,
+        bytes: &[u8],
         sha256: String,
         loaded: crate::engine::LoadedComponent,
         grants: &PluginGrants,
@@ -87,31 +98,39 @@ impl Plugin {
         let instance_pre = linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::BadPlugin(format!("{name}: cannot link the component: {:#}", e)))?;
-        let pre = PluginPre::new(instance_pre).map_err(|e| {
-            LoadError::BadPlugin(format!(
-                "{name}: it does not export the toolhost:plugin/tools interface (0.1.0): {e:#}"
-            ))
-        })?;
-
-        let prepared = Prepared {
-            engine: engine.wasmtime().clone(),
-            pre,
-            name: name.into(),
-            env: grants.env.clone().into(),
-            config: match imports.iter().any(|i| is_config(i)) {
-                true => grants.config.iter().map(|c| (c.key.clone(), c.value.clone())).collect(),
-                false => Vec::new().into(),
-            },
+        let config = match imports.iter().any(|i| is_config(i)) {
+            true => grants.config.iter().map(|c| (c.key.clone(), c.value.clone())).collect(),
+            false => Vec::new().into(),
         };
-        let tools = crate::sandbox::list_tools(&prepared, &grants.limits)
-            .await
-            .map_err(|e| LoadError::BadPlugin(format!("{name}: listing its tools failed: {e}")))?;
-        let tools = crate::load::spec::from_listing(&prepared.name, tools)?;
+        let (exports, tools) = if typed::exports_tools(engine.wasmtime(), &component) {
+            if let Some(tool) = grants.read_only.first() {
+                return Err(LoadError::BadPlugin(format!(
+                    "{name}: read-only names {tool:?}, but the component exports toolhost:plugin/tools, \
+                     whose tools declare for themselves whether they are read-only"
+                )));
+            }
+            let pre = PluginPre::new(instance_pre).map_err(|e| {
+                LoadError::BadPlugin(format!(
+                    "{name}: it does not export the toolhost:plugin/tools interface (0.1.0): {e:#}"
+                ))
+            })?;
+            let prepared = prepare(engine, name, grants, &config, pre);
+            let tools = crate::sandbox::list_tools(&prepared, &grants.limits)
+                .await
+                .map_err(|e| LoadError::BadPlugin(format!("{name}: listing its tools failed: {e}")))?;
+            let tools = crate::load::spec::from_listing(&prepared.name, tools)?;
+            (Exports::Tools(prepared), tools)
+        } else {
+            let typed = typed::derive(engine.wasmtime(), &component, bytes);
+            let tools = typed_specs(name, &typed, grants)?;
+            (Exports::Typed(prepare(engine, name, grants, &config, instance_pre), typed), tools)
+        };
         Ok(Self {
+            name: name.into(),
             sha256,
             imports,
             from_cache: loaded.from_cache,
-            prepared,
+            exports,
             tools,
             net,
             exec: None,
@@ -123,7 +142,7 @@ impl Plugin {
 
     /// The plugin's display name (`builtin:fs`, or the file it came from).
     pub fn name(&self) -> &str {
-        &self.prepared.name
+        &self.name
     }
 
     /// Hex sha256 of the component bytes.
@@ -204,10 +223,91 @@ impl Plugin {
         self.exec.as_ref()
     }
 
-    /// What instantiating it takes.
-    pub(crate) fn prepared(&self) -> &Prepared {
-        &self.prepared
+    /// What it exports, prepared to instantiate.
+    pub(crate) fn exports(&self) -> &Exports {
+        &self.exports
     }
+
+    /// The typed function behind tool number `index` of a typed-export component.
+    pub(crate) fn typed_func(&self, index: usize) -> Option<&TypedFunc> {
+        match &self.exports {
+            Exports::Typed(_, typed) => typed.funcs.get(index),
+            Exports::Tools(_) => None,
+        }
+    }
+
+    /// Whether it is a typed-export component (no `toolhost:plugin/tools`).
+    pub fn is_typed(&self) -> bool {
+        matches!(self.exports, Exports::Typed(..))
+    }
+
+    /// The exported functions of a typed-export component that are not tools, and why.
+    pub fn skipped(&self) -> &[Skipped] {
+        match &self.exports {
+            Exports::Typed(_, typed) => &typed.skipped,
+            Exports::Tools(_) => &[],
+        }
+    }
+
+    /// The schema of tool `index`'s typed result (`None`: plain text, or not a
+    /// typed-export tool).
+    pub fn output_schema(&self, index: usize) -> Option<&serde_json::Value> {
+        self.typed_func(index)?.output.as_ref()
+    }
+}
+
+/// What instantiating `pre` takes.
+fn prepare<P>(
+    engine: &Engine,
+    name: &str,
+    grants: &PluginGrants,
+    config: &crate::imports::config::ConfigValues,
+    pre: P,
+) -> Prepared<P> {
+    Prepared {
+        engine: engine.wasmtime().clone(),
+        pre,
+        name: name.into(),
+        env: grants.env.clone().into(),
+        config: config.clone(),
+    }
+}
+
+/// The tool specs of a typed-export component, checked against the same bounds as
+/// a listed tool list: not read-only and not destructive, unless its grants name it
+/// read-only (a name that is none of its tools is refused).
+fn typed_specs(name: &str, typed: &TypedExports, grants: &PluginGrants) -> Result<Vec<ToolSpec>, LoadError> {
+    if typed.funcs.is_empty() {
+        let skipped: Vec<String> =
+            typed.skipped.iter().map(|s| format!("{} ({})", s.function, s.why)).collect();
+        return Err(LoadError::BadPlugin(format!(
+            "{name}: it exports neither the toolhost:plugin/tools interface nor any function that can be a tool{}",
+            if skipped.is_empty() { String::new() } else { format!("; skipped: {}", skipped.join("; ")) }
+        )));
+    }
+    if let Some(unknown) = grants.read_only.iter().find(|t| typed.funcs.iter().all(|f| f.tool != **t)) {
+        let tools: Vec<&str> = typed.funcs.iter().map(|f| f.tool.as_str()).collect();
+        return Err(LoadError::BadPlugin(format!(
+            "{name}: read-only names {unknown:?}, which is not one of its tools ({})",
+            tools.join(", ")
+        )));
+    }
+    let listing = typed
+        .funcs
+        .iter()
+        .map(|f| {
+            let end = f.description.floor_char_boundary(crate::load::spec::MAX_DESCRIPTION_BYTES);
+            crate::bindings::toolhost::plugin::types::ToolSpec {
+                name: f.tool.clone(),
+                description: f.description[..end].to_string(),
+                parameters: f.parameters.to_string(),
+                read_only: grants.read_only.contains(&f.tool),
+                destructive: false,
+                timeout_ms: None,
+            }
+        })
+        .collect();
+    crate::load::spec::from_listing(name, listing)
 }
 
 /// What the plugin's redactor removes: its granted env values, and the config values

@@ -21,6 +21,8 @@ pub(crate) enum Runner {
     Wasm(Arc<Plugin>),
     /// A tool the host implements (`read_output`): it only reads host state.
     Native(Arc<dyn NativeTool>),
+    /// Function number `.1` of a typed-export component, run in a fresh sandbox per call.
+    Typed(Arc<Plugin>, usize),
 }
 
 /// One registered tool: its spec, its compiled argument schema, and what
@@ -40,7 +42,7 @@ impl Tool {
     /// The plugin that provides it, unless the host implements it.
     pub fn plugin(&self) -> Option<&Arc<Plugin>> {
         match &self.runner {
-            Runner::Wasm(plugin) => Some(plugin),
+            Runner::Wasm(plugin) | Runner::Typed(plugin, _) => Some(plugin),
             Runner::Native(_) => None,
         }
     }
@@ -48,7 +50,7 @@ impl Tool {
     /// Where the tool comes from: the plugin's name, or `builtin:host`.
     pub fn source(&self) -> &str {
         match &self.runner {
-            Runner::Wasm(plugin) => plugin.name(),
+            Runner::Wasm(plugin) | Runner::Typed(plugin, _) => plugin.name(),
             Runner::Native(_) => NATIVE_SOURCE,
         }
     }
@@ -60,6 +62,27 @@ impl Tool {
     pub(crate) fn args(&self) -> &ArgsSchema {
         &self.args
     }
+
+    /// The schema of its typed result, for a typed-export tool whose result is not
+    /// plain text.
+    pub fn output_schema(&self) -> Option<&Value> {
+        match &self.runner {
+            Runner::Typed(plugin, index) => plugin.output_schema(*index),
+            _ => None,
+        }
+    }
+}
+
+/// A plugin's name as a tool-name prefix: the file's stem (`weather` for
+/// `/tools/weather.wasm`), lower-case, other characters as `_`, starting with a letter.
+fn name_prefix(plugin: &str) -> String {
+    let stem = std::path::Path::new(plugin).file_stem().and_then(|s| s.to_str()).unwrap_or(plugin);
+    let mut prefix: String =
+        stem.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    if !prefix.starts_with(|c: char| c.is_ascii_lowercase()) {
+        prefix.insert(0, 'p');
+    }
+    prefix
 }
 
 /// The source shown for tools the host implements itself.
@@ -81,9 +104,32 @@ impl Registry {
     /// them when a name is already taken (`duplicate_tool: NAME`) or a
     /// schema does not compile. Schemas are made standard JSON Schema here
     /// (`load::standard`).
+    ///
+    /// A typed-export component's tool whose name is taken already is registered
+    /// under the plugin's name first (`weather_get_weather`).
     pub fn register(&mut self, plugin: Arc<Plugin>) -> Result<(), LoadError> {
-        let runner = Runner::Wasm(plugin.clone());
-        self.register_all(plugin.tools().iter().map(|spec| (spec.clone(), runner.clone())).collect())
+        if !plugin.is_typed() {
+            let runner = Runner::Wasm(plugin.clone());
+            return self
+                .register_all(plugin.tools().iter().map(|spec| (spec.clone(), runner.clone())).collect());
+        }
+        let prefix = name_prefix(plugin.name());
+        let tools = plugin
+            .tools()
+            .iter()
+            .enumerate()
+            .map(|(index, spec)| {
+                let mut spec = spec.clone();
+                if self.tools.contains_key(&spec.name) {
+                    let prefixed = format!("{prefix}_{}", spec.name);
+                    if crate::load::spec::valid_name(&prefixed) {
+                        spec.name = prefixed;
+                    }
+                }
+                (spec, Runner::Typed(plugin.clone(), index))
+            })
+            .collect();
+        self.register_all(tools)
     }
 
     /// Register a tool the host implements.
@@ -98,7 +144,13 @@ impl Registry {
             if self.tools.contains_key(&spec.name) || staged.iter().any(|t| t.spec.name == spec.name) {
                 return Err(LoadError::DuplicateTool(spec.name));
             }
-            staged.push(Tool { args: spec.compile_args()?, spec, runner });
+            let mut args = spec.compile_args()?;
+            if let Runner::Typed(plugin, index) = &runner
+                && let Some(func) = plugin.typed_func(*index)
+            {
+                args = args.typed(func.params.clone());
+            }
+            staged.push(Tool { args, spec, runner });
         }
         for tool in staged {
             self.tools.insert(tool.spec.name.clone(), Arc::new(tool));

@@ -130,7 +130,7 @@ fn shown_name(name: &str) -> String {
 }
 
 /// `[a-z][a-z0-9_]{0,63}`
-fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     (1..=MAX_NAME_BYTES).contains(&bytes.len())
         && bytes[0].is_ascii_lowercase()

@@ -32,6 +32,10 @@ pub struct PluginEntryDraft {
     pub sockets: Sockets,
     /// Programs it may start (written only when it grants something).
     pub exec: crate::imports::exec::ExecGrant,
+    /// What `wasi:config/store` answers it (written only when there is some).
+    pub config: Vec<(String, super::config::ConfigSource)>,
+    /// The typed-export tools that are read-only (written only when there are some).
+    pub read_only: Vec<String>,
 }
 
 /// The entry `draft` as policy file text: a `[plugins.NAME]` table, every key and
@@ -86,6 +90,24 @@ fn insert_entry(plugins: &mut Table, draft: &PluginEntryDraft) {
         exec.insert("programs", draft.exec.programs.iter().collect::<Array>().into());
         exec.insert("shell", draft.exec.shell.into());
         entry.insert("exec", value(exec));
+    }
+    if !draft.config.is_empty() {
+        let mut config = toml_edit::InlineTable::new();
+        for (key, source) in &draft.config {
+            let item: toml_edit::Value = match source {
+                super::config::ConfigSource::Literal(text) => text.into(),
+                super::config::ConfigSource::Env { env } => {
+                    let mut from = toml_edit::InlineTable::new();
+                    from.insert("env", env.into());
+                    from.into()
+                }
+            };
+            config.insert(key, item);
+        }
+        entry.insert("config", value(config));
+    }
+    if !draft.read_only.is_empty() {
+        entry.insert("read-only", value(draft.read_only.iter().collect::<Array>()));
     }
     plugins.insert(&draft.name, Item::Table(entry));
 }
@@ -156,6 +178,11 @@ mod tests {
                 unconfined: false,
                 commit: false,
             },
+            config: vec![
+                ("API_KEY".into(), super::super::config::ConfigSource::Env { env: "WEATHER_KEY".into() }),
+                ("units".into(), super::super::config::ConfigSource::Literal("metric".into())),
+            ],
+            read_only: vec!["get_weather".into()],
         };
         write_plugin_entry(&path, &draft).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
@@ -167,6 +194,8 @@ mod tests {
         assert_eq!(policy.plugins[0].name, "wc");
         assert_eq!(policy.plugins[0].sockets, Sockets::Stub);
         assert_eq!(policy.plugins[0].exec.programs, vec!["git".to_string()]);
+        assert_eq!(policy.plugins[0].config, draft.config);
+        assert_eq!(policy.plugins[0].read_only, draft.read_only);
     }
 
     /// Quotes, backslashes, ESC, a newline, non-ASCII, and what ends a TOML literal or
@@ -188,6 +217,8 @@ mod tests {
                 unconfined: false,
                 commit: false,
             },
+            config: vec![("key".into(), super::super::config::ConfigSource::Literal(ODD.into()))],
+            read_only: vec![ODD.into()],
         }
     }
 

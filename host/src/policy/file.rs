@@ -66,6 +66,8 @@ struct RawPlugin {
     exec: Option<RawExecGrant>,
     #[serde(default)]
     config: BTreeMap<Spanned<String>, super::config::ConfigSource>,
+    #[serde(default)]
+    read_only: Vec<String>,
 }
 
 fn no_fs() -> FsGrant {
@@ -146,6 +148,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             exec,
             limits,
             config,
+            read_only: plugin.read_only,
         });
     }
     let sections = Sections {

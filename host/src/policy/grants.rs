@@ -95,6 +95,9 @@ pub struct PluginGrants {
     pub limits: Limits,
     /// The sha256 the component must have (policy entries), checked at load.
     pub sha256: Option<String>,
+    /// The tools of a typed-export component that are read-only (such a component
+    /// cannot say so itself; every other tool of it is not read-only).
+    pub read_only: Vec<String>,
     /// Where the grants come from.
     pub source: GrantSource,
 }
@@ -112,6 +115,7 @@ impl PluginGrants {
             exec: ExecGrant::default(),
             limits,
             sha256: None,
+            read_only: Vec::new(),
             source,
         }
     }

@@ -31,6 +31,7 @@
 //! limits = { memory-mib = 64, fuel = 1_000_000_000, timeout-ms = 5000, output-bytes = 1_000_000 }
 //! exec = { programs = ["git"], shell = false }   # only if it imports exec; commit = true
 //!                                                # lets its children write .git data
+//! read-only = ["get_weather"]              # typed-export tools that change nothing
 //! ```
 //!
 //! The builtins' variables and programs, child limits and test profiles are in
@@ -108,6 +109,8 @@ pub struct PluginEntry {
     pub limits: LimitOverrides,
     /// What `wasi:config/store` gives it (`config = { KEY = "value" | { env = "NAME" } }`).
     pub config: Vec<(String, config::ConfigSource)>,
+    /// The tools of a typed-export component that are read-only (`read-only = ["tool", …]`).
+    pub read_only: Vec<String>,
 }
 
 impl PluginEntry {
@@ -139,6 +142,7 @@ impl PluginEntry {
             exec: self.exec.clone(),
             limits: self.limits.apply(limits),
             sha256: Some(self.sha256.clone()),
+            read_only: self.read_only.clone(),
             source: GrantSource::Policy { name: self.name.clone() },
         }
     }

@@ -13,6 +13,7 @@ pub(crate) mod fdlimit;
 mod hook;
 pub(crate) mod pipe;
 mod store;
+mod typed;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use wasmtime_wasi::I32Exit;
 
 pub(crate) use hook::run_hook;
 pub(crate) use store::{CallState, StoreSpec, linker};
+pub(crate) use typed::run_typed;
 
 use crate::bindings::HostPluginPre;
 use crate::bindings::toolhost::plugin::types;

@@ -61,7 +61,11 @@ pub struct ToolhostServer {
 impl ToolhostServer {
     /// A server for `host`'s tools. The MCP tool list is built here, once.
     pub fn new(host: Arc<Host>) -> Self {
-        let tools = host.registry().iter().map(|tool| mcp_tool(tool.spec(), open_world(tool))).collect();
+        let tools = host
+            .registry()
+            .iter()
+            .map(|tool| mcp_tool(tool.spec(), open_world(tool), tool.output_schema()))
+            .collect();
         Self { host, tools }
     }
 
@@ -91,11 +95,12 @@ impl ToolhostServer {
 }
 
 /// The MCP view of one tool: name, description, `inputSchema`, the shared
-/// `outputSchema`, and hints derived from its spec: read-only tools are
+/// `outputSchema` (for a typed-export tool, with its typed `metadata.result`:
+/// `result`), and hints derived from its spec: read-only tools are
 /// idempotent and not destructive; a tool that may overwrite or remove
 /// (`write_file`, `edit_file`, `terminal`, `http_request`) is destructive, one
 /// that only adds is not; network tools are open-world.
-pub(crate) fn mcp_tool(spec: &ToolSpec, open_world: bool) -> Tool {
+pub(crate) fn mcp_tool(spec: &ToolSpec, open_world: bool, result: Option<&Value>) -> Tool {
     let schema = match &spec.parameters {
         Value::Object(schema) => schema.clone(),
         // Specs are validated as object schemas at load; keep the protocol's
@@ -109,7 +114,10 @@ pub(crate) fn mcp_tool(spec: &ToolSpec, open_world: bool) -> Tool {
         .open_world(open_world);
     let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema))
         .with_annotations(annotations);
-    tool.output_schema = Some(super::result::OUTPUT_SCHEMA.clone());
+    tool.output_schema = Some(match result {
+        Some(result) => Arc::new(super::result::typed_output_schema(result)),
+        None => super::result::OUTPUT_SCHEMA.clone(),
+    });
     tool
 }
 

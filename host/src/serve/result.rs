@@ -40,6 +40,24 @@ pub(crate) static OUTPUT_SCHEMA: LazyLock<Arc<JsonObject>> = LazyLock::new(|| {
     }
 });
 
+/// The `outputSchema` of a typed-export tool whose result is not plain text:
+/// [`OUTPUT_SCHEMA`] with the typed value, of schema `result`, as `metadata.result`.
+pub(crate) fn typed_output_schema(result: &Value) -> JsonObject {
+    let mut schema = (**OUTPUT_SCHEMA).clone();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.insert(
+            "metadata".into(),
+            json!({
+                "type": "object",
+                "description": "The function's result, typed as its WIT result type says.",
+                "properties": {"result": result},
+                "required": ["result"]
+            }),
+        );
+    }
+    schema
+}
+
 /// Success: the output as text. Failure: `code: message`, then any output
 /// after a blank line, with `isError: true`. Both mirrored in
 /// `structuredContent` per [`OUTPUT_SCHEMA`].
