@@ -84,7 +84,11 @@ impl kinds::Guest for Typed {
     }
 
     fn halve(n: u32) -> Result<u32, kinds::Problem> {
-        if n % 2 == 0 { Ok(n / 2) } else { Err(kinds::Problem { code: 7, reason: format!("{n} is odd") }) }
+        if n.is_multiple_of(2) {
+            Ok(n / 2)
+        } else {
+            Err(kinds::Problem { code: 7, reason: format!("{n} is odd") })
+        }
     }
 
     fn nothing() {}
