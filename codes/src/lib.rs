@@ -15,7 +15,7 @@
 //! | the call | [`UNKNOWN_TOOL`], [`INVALID_ARGS`] (the schema), [`CANCELLED`], [`TIMEOUT`], [`FUEL_EXHAUSTED`], [`MEMORY_LIMIT`], [`OUTPUT_LIMIT`], [`TRAP`], [`BAD_OUTPUT`], [`HOST_ERROR`], [`PERMISSION_DENIED`], [`JOURNAL_FAILED`] | [`INVALID_ARGS`] (well-typed but unusable arguments), [`TOOL_ERROR`] (a typed-export function's `result` error) |
 //! | the host's native tools | [`OUTPUT_NOT_FOUND`] (`read_output`), [`RUN_TESTS_BUSY`], [`TESTS_FAILED`] (`run_tests`) | — |
 //! | loading a plugin (a load error, not a call's) | [`CAPABILITY_DENIED`], [`IDENTITY_MISMATCH`], [`TOOL_LIST_TOO_LARGE`], [`DUPLICATE_TOOL`] | — |
-//! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`], [`NO_SPACE`]; `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`]; the changing tools: [`STALE_FILE`], [`IS_SYMLINK`], [`ALREADY_EXISTS`], [`ARTIFACT_NOT_FOUND`] |
+//! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`], [`NO_SPACE`]; `read_file`: [`FILE_TOO_LARGE`] (an image over 5 MiB); `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`]; the changing tools: [`STALE_FILE`], [`IS_SYMLINK`], [`ALREADY_EXISTS`], [`ARTIFACT_NOT_FOUND`] |
 //! | the network (the pinned fetch) | [`BLOCKED_URL`], [`INVALID_URL`], [`HOST_NOT_ALLOWED`], [`METHOD_NOT_ALLOWED`], [`TOO_MANY_REDIRECTS`], [`TOO_LARGE`], [`TRANSPORT`], [`TIMEOUT`] (a `fetch-error` case the SDK names) | [`INVALID_URL`], [`METHOD_NOT_ALLOWED`] (checked before sending), [`UNSUPPORTED_CONTENT_TYPE`], [`INVALID_SEARCH_URL`]; the web tools' `http_<status>` (`http_404`, …), made at run time and not in [`ALL`] |
 //! | exec (starting a program) | [`PROGRAM_NOT_ALLOWED`], [`SHELL_NOT_ALLOWED`], [`ENV_NOT_ALLOWED`], [`BAD_CWD`], [`EXEC_BUSY`], [`SANDBOX_UNAVAILABLE`], [`SPAWN_FAILED`] (an `exec-error` case the SDK names; `run_tests` makes some itself) | [`COMMAND_FAILED`], [`TIMEOUT`], [`CANCELLED`] (how a program that ran failed) |
 
@@ -96,9 +96,12 @@ pub const IO_ERROR: &str = "io_error";
 pub const NO_SPACE: &str = "no_space";
 /// `edit_file` was asked to replace a string with itself: nothing to do.
 pub const NO_OP_EDIT: &str = "no_op_edit";
-/// `edit_file`: `old_string` does not occur in the file: read the file and copy the text exactly.
+/// `edit_file`: `old_string` does not occur in the file, not even by the tolerant matchers (trimmed lines, a
+/// block by its first and last lines, whitespace, indentation, escapes, …; exact only for `replace_all` and past
+/// the size budget): read the file and copy the text exactly.
 pub const OLD_STRING_NOT_FOUND: &str = "old_string_not_found";
-/// `edit_file`: `old_string` occurs more than once: add context to make it unique, or set `replace_all`.
+/// `edit_file`: `old_string` occurs more than once, or a tolerant matcher found two equally good places (never
+/// guessed between): add context to make it unique, or set `replace_all`.
 pub const OLD_STRING_NOT_UNIQUE: &str = "old_string_not_unique";
 /// The file changed since the model read it (its sha256 is not `expected_sha256`), or the host requires
 /// `expected_sha256` and none was given: read it again and pass the new sha256. Nothing was written.
@@ -124,6 +127,8 @@ pub const METHOD_NOT_ALLOWED: &str = "method_not_allowed";
 pub const TOO_MANY_REDIRECTS: &str = "too_many_redirects";
 /// The request body, its headers or the declared response is over a size limit: ask for less.
 pub const TOO_LARGE: &str = "too_large";
+/// A file is larger than the tool returns whole (`read_file` on an image over 5 MiB); the message names the limit.
+pub const FILE_TOO_LARGE: &str = "file_too_large";
 /// Resolving, connecting, TLS or the HTTP exchange failed: the message says which; retry later.
 pub const TRANSPORT: &str = "transport";
 /// `fetch_url` or `web_search` got a binary body (an image, a PDF, an archive): fetch a text page.
@@ -196,6 +201,7 @@ pub const ALL: &[&str] = &[
     METHOD_NOT_ALLOWED,
     TOO_MANY_REDIRECTS,
     TOO_LARGE,
+    FILE_TOO_LARGE,
     TRANSPORT,
     UNSUPPORTED_CONTENT_TYPE,
     INVALID_SEARCH_URL,
@@ -208,6 +214,17 @@ pub const ALL: &[&str] = &[
     SPAWN_FAILED,
     COMMAND_FAILED,
 ];
+
+/// Reserved metadata keys: the host takes these out of a tool's metadata and
+/// treats them itself.
+pub mod metadata {
+    /// An image the tool returns: `{"mime_type": "image/png" | "image/jpeg" |
+    /// "image/gif" | "image/webp", "data": base64}`, at most 5 MiB decoded. The host
+    /// checks it (`bad_output`: not base64, not the image type it claims;
+    /// `output_limit`: over the bound), sends it as MCP image content and leaves it
+    /// out of `metadata`.
+    pub const IMAGE: &str = "toolhost/image";
+}
 
 #[cfg(test)]
 mod tests {

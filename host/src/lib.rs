@@ -65,7 +65,7 @@ pub use load::plugin::Plugin;
 pub use load::registry::{NATIVE_SOURCE, Registry, Tool};
 pub use load::spec::{ToolDefinition, ToolSpec};
 pub use load::typed::Skipped;
-pub use output::{Omitted, OutputStore, Part, READ_OUTPUT};
+pub use output::{IMAGE_KEY, Image, MAX_IMAGE_BYTES, Omitted, OutputStore, Part, READ_OUTPUT};
 pub use policy::grants::{FsGrant, GrantSource, PluginGrants, Sockets};
 pub use policy::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, Redactor};
 pub use protect::hostfs;

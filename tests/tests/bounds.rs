@@ -537,3 +537,36 @@ async fn host_made_errors_are_bounded() {
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing was written");
     still_serves(&host).await;
 }
+
+/// An image under the reserved metadata key is lifted out, checked and bounded on its
+/// own: it never reaches `metadata`, the store keeps the text, and a lying, malformed
+/// or oversized one is refused with a clear code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_image_is_checked_and_bounded_on_its_own() {
+    let (host, _dir) = hostile_and_flood(Limits::default()).await;
+    let r = call_id(&host, "img-1", "raw_metadata", json!({"shape": "image", "n": 3_000_000})).await;
+    assert!(r.ok, "{:?}", r.error);
+    let image = r.image.as_ref().expect("an image");
+    assert_eq!((image.mime_type.as_str(), image.bytes), ("image/png", 3_000_000));
+    assert_eq!(image.data.len(), 4_000_000);
+    assert_eq!(r.metadata, Some(json!({"note": "beside the image"})));
+    let serialized = serde_json::to_string(&r).unwrap();
+    assert!(serialized.len() < 2_000, "the data is not serialized: {} bytes", serialized.len());
+    let back = read_back(&host, json!({"call_id": "img-1"})).await;
+    assert!(back.output.contains("bytes of metadata"), "{}", back.output);
+    assert!(host.outputs().get_part("img-1", toolhost::Part::Metadata).is_none());
+
+    // At the bound it passes; one byte over is output_limit, with the limit named.
+    let r = call(&host, "raw_metadata", json!({"shape": "image", "n": toolhost::MAX_IMAGE_BYTES})).await;
+    assert_eq!(r.image.as_ref().map(|i| i.bytes), Some(toolhost::MAX_IMAGE_BYTES), "{:?}", r.error);
+    let r = call(&host, "raw_metadata", json!({"shape": "image", "n": toolhost::MAX_IMAGE_BYTES + 1})).await;
+    assert_eq!(r.code(), Some("output_limit"), "{:?}", r.error);
+    assert!(message(&r).contains(&toolhost::MAX_IMAGE_BYTES.to_string()), "{}", message(&r));
+    for (shape, why) in [("image_not_base64", "not standard base64"), ("image_lying", "claims image/gif")] {
+        let r = call(&host, "raw_metadata", json!({"shape": shape, "n": 1000})).await;
+        assert_eq!(r.code(), Some("bad_output"), "{shape}: {:?}", r.error);
+        assert!(message(&r).contains(why) && message(&r).len() < 300, "{shape}: {}", message(&r));
+        assert!(r.image.is_none());
+    }
+    still_serves(&host).await;
+}

@@ -1088,3 +1088,211 @@ async fn a_failed_commands_whole_log_is_stored_before_it_is_cut() {
         assert!(back.output.contains(&line.to_string()), "line {line} is kept: {}", back.output);
     }
 }
+
+// ---------------------------------------------------------------------------
+// 13. terminal: what a command changed in a git work dir
+// ---------------------------------------------------------------------------
+
+/// A repository in a fresh dir with `files` committed.
+fn repo(files: &[(&str, &str)]) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    git(dir.path(), &["init", "-q"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-q", "-m", "first"]);
+    dir
+}
+
+/// The changed paths a terminal call reported, with their status codes.
+fn changed(r: &ToolResult) -> Vec<(String, String)> {
+    let meta = r.metadata.as_ref().unwrap_or_else(|| panic!("no metadata: {}", r.output));
+    let files = meta["changed"]["files"].as_array().unwrap_or_else(|| panic!("no changed: {meta}"));
+    files.iter().map(|f| (f["path"].as_str().unwrap().into(), f["status"].as_str().unwrap().into())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminal_reports_what_a_command_changed_and_not_what_was_dirty() {
+    if !system_has("git") {
+        eprintln!("skipped: no git");
+        return;
+    }
+    let dir = repo(&[("a.txt", "one\n"), ("left.txt", "one\n"), ("again.txt", "one\n"), ("gone.txt", "x\n")]);
+    let work = dir.path();
+    // Dirty before the call: left.txt stays as it is, again.txt is changed again.
+    std::fs::write(work.join("left.txt"), "one\ndirty\n").unwrap();
+    std::fs::write(work.join("again.txt"), "one\ndirty\n").unwrap();
+    std::fs::write(work.join("untracked-before.txt"), "u\n").unwrap();
+    let host = builtin_host(work).await;
+
+    let command = "echo two >> a.txt; printf 'n1\\nn2\\n' > fresh.txt; echo more >> again.txt; rm gone.txt; \
+                   touch left.txt untracked-before.txt";
+    let r = call(&host, "terminal", json!({ "command": command })).await;
+    assert!(r.ok, "{:?}", r.error);
+    assert_eq!(
+        changed(&r),
+        [
+            ("a.txt".to_string(), " M".to_string()),
+            ("again.txt".into(), " M".into()),
+            ("fresh.txt".into(), "??".into()),
+            ("gone.txt".into(), " D".into()),
+        ],
+        "{}",
+        r.output
+    );
+    let meta = &r.metadata.as_ref().unwrap()["changed"];
+    assert_eq!(meta["count"], 4);
+    assert_eq!(meta["truncated"], false);
+    // Against HEAD: a.txt +1, again.txt +2 (its earlier change too), fresh.txt +2, gone.txt -1.
+    assert_eq!((meta["insertions"].as_u64(), meta["deletions"].as_u64()), (Some(5), Some(1)), "{meta}");
+    assert_eq!(r.metadata.as_ref().unwrap()["exit_code"], 0);
+    assert!(
+        r.output.contains("[exit 0]\n[the command changed 4 files (+5 -1 lines)]\n M a.txt (+1 -0)\n"),
+        "{}",
+        r.output
+    );
+    assert!(!r.output.contains("left.txt") && !r.output.contains("untracked-before"), "{}", r.output);
+
+    // Nothing changed: nothing added, in a dirty tree as in a clean one.
+    let r = call(&host, "terminal", json!({"command": "true"})).await;
+    assert!(r.ok, "{:?}", r.error);
+    assert_eq!(r.output, "[exit 0]");
+    assert!(r.metadata.as_ref().unwrap().get("changed").is_none());
+    let clean = repo(&[("a.txt", "one\n")]);
+    let clean_host = builtin_host(clean.path()).await;
+    let r = call(&clean_host, "terminal", json!({"command": "true"})).await;
+    assert_eq!((r.ok, r.output.as_str()), (true, "[exit 0]"));
+
+    // A failing command's changes are in its message.
+    let r = call(&host, "terminal", json!({"command": "echo x > failed.txt; exit 4"})).await;
+    assert_eq!(code(&r), "command_failed", "{:?}", r.error);
+    assert!(
+        message(&r).contains("[exit 4]\n[the command changed 1 file (+1 -0 lines)]\n?? failed.txt"),
+        "{}",
+        message(&r)
+    );
+
+    // A commit (under a commit grant) moves HEAD and cleans what it committed.
+    let host = Host::builder()
+        .work_dir(work)
+        .engine_settings(test_engine_settings())
+        .mode(Mode::Yolo)
+        .builtin_exec(ExecGrant {
+            programs: vec!["git".into()],
+            shell: true,
+            unconfined: false,
+            commit: true,
+        })
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = call(
+        &host,
+        "terminal",
+        json!({"command": "git -c user.name=t -c user.email=t@t commit -qm second a.txt"}),
+    )
+    .await;
+    assert!(r.ok, "{:?}", r.error);
+    assert_eq!(changed(&r), [("a.txt".to_string(), "clean".to_string())], "{}", r.output);
+    let head = &r.metadata.as_ref().unwrap()["changed"]["head"];
+    assert!(
+        head["before"].is_string() && head["after"].is_string() && head["before"] != head["after"],
+        "{head}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outside_a_repository_or_without_git_nothing_is_added() {
+    let plain = tempfile::tempdir().unwrap();
+    let host = builtin_host(plain.path()).await;
+    let r = call(&host, "terminal", json!({"command": "echo x > new.txt"})).await;
+    assert_eq!((r.ok, r.output.as_str()), (true, "[exit 0]"), "{:?}", r.error);
+    // A `.git` that is no repository: git fails, nothing is added, the call is fine.
+    std::fs::create_dir(plain.path().join(".git")).unwrap();
+    let r = call(&host, "terminal", json!({"command": "echo y > other.txt"})).await;
+    assert_eq!((r.ok, r.output.as_str()), (true, "[exit 0]"), "{:?}", r.error);
+    if !system_has("git") {
+        return;
+    }
+    // A repository, but the builtins may not run git: the shell still works, nothing added.
+    let dir = repo(&[("a.txt", "one\n")]);
+    let host = Host::builder()
+        .work_dir(dir.path())
+        .engine_settings(test_engine_settings())
+        .mode(Mode::Yolo)
+        .builtin_exec(ExecGrant { programs: vec![], shell: true, unconfined: false, commit: false })
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = call(&host, "terminal", json!({"command": "echo two >> a.txt"})).await;
+    assert_eq!((r.ok, r.output.as_str()), (true, "[exit 0]"), "{:?}", r.error);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_repository_config_runs_nothing_when_changes_are_recorded() {
+    if !system_has("git") {
+        eprintln!("skipped: no git");
+        return;
+    }
+    let dir = repo(&[("a.txt", "one\n")]);
+    let work = dir.path();
+    let hooks = work.join("evil-hooks");
+    std::fs::create_dir(&hooks).unwrap();
+    for hook in ["post-index-change", "pre-commit", "post-checkout", "reference-transaction"] {
+        let path = hooks.join(hook);
+        std::fs::write(&path, format!("#!/bin/sh\ntouch {}/pwned-{hook}\n", work.display())).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    git(
+        work,
+        &["config", "core.fsmonitor", &format!("sh -c 'touch {}/pwned-fsmonitor; echo'", work.display())],
+    );
+    git(work, &["config", "core.hooksPath", &hooks.display().to_string()]);
+    git(work, &["config", "core.pager", &format!("sh -c 'touch {}/pwned-pager; cat'", work.display())]);
+    git(
+        work,
+        &["config", "pager.status", &format!("sh -c 'touch {}/pwned-pager-status; cat'", work.display())],
+    );
+    git(work, &["config", "pager.diff", &format!("sh -c 'touch {}/pwned-pager-diff; cat'", work.display())]);
+    git(work, &["config", "diff.external", &format!("sh -c 'touch {}/pwned-external'", work.display())]);
+    let host = builtin_host(work).await;
+    // a.txt's stat changes (git would refresh the index) and its content too (a diff runs).
+    let r = call(&host, "terminal", json!({"command": "sleep 1.1; echo two >> a.txt"})).await;
+    assert!(r.ok, "{:?}", r.error);
+    assert_eq!(changed(&r), [("a.txt".to_string(), " M".to_string())], "{}", r.output);
+    let r = call(&host, "terminal", json!({"command": "touch a.txt"})).await;
+    assert!(r.ok, "{:?}", r.error);
+    let pwned: Vec<String> = std::fs::read_dir(work)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("pwned"))
+        .collect();
+    assert!(pwned.is_empty(), "ran: {pwned:?}");
+    assert!(!work.join(".git/index.lock").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_changed_files_give_a_bounded_report() {
+    if !system_has("git") {
+        eprintln!("skipped: no git");
+        return;
+    }
+    let dir = repo(&[("a.txt", "one\n")]);
+    let host = builtin_host(dir.path()).await;
+    let started = Instant::now();
+    let r = call(
+        &host,
+        "terminal",
+        json!({"command": "mkdir gen && for i in $(seq 1 10000); do : > gen/f$i; done"}),
+    )
+    .await;
+    assert!(r.ok, "{:?}", r.error);
+    let meta = &r.metadata.as_ref().unwrap()["changed"];
+    assert_eq!((meta["count"].as_u64(), meta["truncated"].as_bool()), (Some(10_000), Some(true)), "{meta}");
+    assert_eq!(meta["files"].as_array().unwrap().len(), 50);
+    assert!(r.output.contains("... and 9950 more\n"), "{}", r.output);
+    assert!(r.output.len() < 4_000, "{} bytes", r.output.len());
+    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+}

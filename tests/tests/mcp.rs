@@ -126,6 +126,41 @@ async fn a_call_returns_text_and_structured_metadata() {
 
 /// A client that shows the model only `structuredContent` still shows it the
 /// file (and a failure's code), and every tool declares the schema it fits.
+/// `read_file` on an image (known by its bytes, whatever its name) gives a text line
+/// and an MCP `image` content item carrying the file, base64; the metadata does not
+/// carry the data again.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_image_is_sent_as_image_content() {
+    use base64::Engine as _;
+    let work = tempfile::tempdir().unwrap();
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\x01\x00\0\0\0\x20\x08\x06\0\0\0".to_vec();
+    png.extend((0..100_000u32).map(|i| (i % 251) as u8));
+    std::fs::write(work.path().join("shot.bin"), &png).unwrap();
+    let client = client(work.path(), &[]).await;
+    let result = call(&client, "read_file", json!({"path": "shot.bin"})).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert_eq!(result.content.len(), 2, "{result:?}");
+    let line = &result.content[0].as_text().expect("a text block first").text;
+    assert!(line.contains("image/png image, 100029 bytes, 256x32"), "{line}");
+    let image = result.content[1].as_image().expect("an image block");
+    assert_eq!(image.mime_type, "image/png");
+    assert_eq!(base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap(), png);
+    let wire = serde_json::to_value(&result.content[1]).unwrap();
+    assert_eq!((wire["type"].as_str(), wire["mimeType"].as_str()), (Some("image"), Some("image/png")));
+    let structured = result.structured_content.as_ref().unwrap();
+    assert_eq!(structured["metadata"]["width"], 256);
+    assert!(structured["metadata"].get("toolhost/image").is_none(), "{structured}");
+    assert!(structured.to_string().len() < 2_000);
+    // Past 5 MiB: a clear error, no image.
+    let mut big = png.clone();
+    big.resize(5 * 1024 * 1024 + 1, 0);
+    std::fs::write(work.path().join("big.png"), &big).unwrap();
+    let result = call(&client, "read_file", json!({"path": "big.png"})).await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).starts_with("file_too_large: "), "{}", text(&result));
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn structured_content_alone_carries_what_the_model_reads() {
     let work = tempfile::tempdir().unwrap();

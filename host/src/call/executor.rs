@@ -26,7 +26,7 @@ use crate::limits::{Deadline, Limits};
 use crate::load::plugin::Plugin;
 use crate::load::registry::{NativeCall, Runner, Tool};
 use crate::load::spec::ToolSpec;
-use crate::output::{Metadata, Omitted, Parts, bound_error};
+use crate::output::{Image, Metadata, Omitted, Parts, bound_error};
 use crate::policy::{HookSays, Redactor};
 use crate::sandbox::{self, StoreSpec};
 
@@ -80,6 +80,9 @@ pub struct ToolResult {
     pub metadata: Option<Value>,
     /// What the permissions decided, and why (absent when the call failed before).
     pub permission: Option<PermissionNote>,
+    /// An image the tool returned (checked and bounded; serialized without its data).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<Image>,
     /// What the clamp cut from the middle of `output`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omitted: Option<Omitted>,
@@ -111,6 +114,7 @@ impl ToolResult {
             display: None,
             metadata: None,
             permission: None,
+            image: None,
             omitted: None,
             halt: false,
             duration: started.elapsed(),
@@ -342,6 +346,7 @@ impl Host {
                 display: out.display,
                 metadata: out.metadata,
                 permission: Some(permission),
+                image: out.image,
                 omitted: out.omitted,
                 halt: false,
                 duration: started.elapsed(),

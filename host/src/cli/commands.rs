@@ -120,6 +120,13 @@ pub(crate) async fn call(
         if !result.output.ends_with('\n') && !result.output.is_empty() {
             writeln!(out)?;
         }
+        if let Some(image) = &result.image {
+            writeln!(
+                out,
+                "[image: {}, {} bytes (not shown here; MCP clients get it as image content)]",
+                image.mime_type, image.bytes
+            )?;
+        }
     } else if let Some(err) = &result.error {
         eprintln!("{err}");
     }

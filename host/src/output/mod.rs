@@ -5,12 +5,17 @@
 //! Order for each part: redact (the executor) → keep the full text in the
 //! [`OutputStore`] → cut what the caller sees, head + tail, with a marker naming
 //! `read_output`, the call id and the part. Metadata too large or too deep to
-//! parse is kept as text and replaced by a small stand-in ([`parts`]).
+//! parse is kept as text and replaced by a small stand-in ([`parts`]). An image
+//! (the reserved metadata key [`IMAGE_KEY`]) is taken out of the metadata first,
+//! checked and bounded by [`MAX_IMAGE_BYTES`], and travels beside the text
+//! (`image`); it is never put in the store nor clamped.
 
 mod disk;
+mod image;
 mod parts;
 mod store;
 
+pub use image::{IMAGE_KEY, Image, MAX_IMAGE_BYTES};
 pub(crate) use parts::{Metadata, Parts, bound_error};
 pub use store::OutputStore;
 

@@ -1,7 +1,8 @@
 //! Bounding a call's result part by part: the content and display are kept
 //! whole in the store and cut for the caller; metadata is parsed only when its
 //! text is within [`Limits::metadata_bytes`] and [`Limits::metadata_depth`],
-//! else kept as text and replaced by a stand-in; an error's message is kept and
+//! else kept as text and replaced by a stand-in (an image under the reserved key is
+//! taken out first, [`super::image`]); an error's message is kept and
 //! cut like content, and a code that is not a short word is refused.
 
 use std::borrow::Cow;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Omitted, OutputStore, Part, clamp_part};
+use super::{Image, Omitted, OutputStore, Part, clamp_part};
 use crate::error::{CallError, codes};
 use crate::limits::{Limits, json_nesting_exceeds};
 use crate::policy::Redactor;
@@ -39,6 +40,8 @@ pub(crate) struct Bounded {
     pub(crate) omitted: Option<Omitted>,
     pub(crate) display: Option<String>,
     pub(crate) metadata: Option<Value>,
+    /// The image the metadata carried ([`super::image`]), checked.
+    pub(crate) image: Option<Image>,
 }
 
 impl Parts {
@@ -64,17 +67,22 @@ impl Parts {
         limits: &Limits,
         redactor: Option<&Redactor>,
     ) -> Result<Bounded, CallError> {
-        let metadata = match self.metadata {
-            None => None,
-            Some(Metadata::Value(value)) => Some(value),
-            Some(Metadata::Text(text)) => Some(bound_metadata(store, call_id, text, limits, redactor)?),
+        let (metadata, image) = match self.metadata {
+            None => (None, None),
+            Some(Metadata::Value(value)) => (Some(value), None),
+            Some(Metadata::Text(text)) => {
+                let (rest, image) = super::image::lift(text, limits)?;
+                let rest =
+                    rest.map(|text| bound_metadata(store, call_id, text, limits, redactor)).transpose()?;
+                (rest, image)
+            }
         };
         let (output, omitted) =
             keep_and_clamp(store, call_id, Part::Content, self.content, limits.clamp_bytes, true);
         let display = self
             .display
             .map(|text| keep_and_clamp(store, call_id, Part::Display, text, limits.display_bytes, false).0);
-        Ok(Bounded { output, omitted, display, metadata })
+        Ok(Bounded { output, omitted, display, metadata, image })
     }
 }
 

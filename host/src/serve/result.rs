@@ -7,6 +7,8 @@
 //! the tool's `metadata` (sizes, hashes, counts), the `error` code of a failed
 //! call and `halt` when a hook asked the turn to stop. [`OUTPUT_SCHEMA`] says so.
 //! What the permissions and hooks decided is in `_meta["toolhost/permission"]`.
+//! An image the tool returned (`ToolResult::image`) follows the text as an MCP
+//! `image` content item.
 
 use std::sync::{Arc, LazyLock};
 
@@ -74,6 +76,7 @@ pub(crate) fn call_tool_result(result: ToolResult) -> CallToolResult {
         structured.insert("halt".into(), Value::Bool(true));
     }
     let halt = result.halt;
+    let image = result.image.filter(|_| result.ok);
     let (text, ok) = if result.ok {
         if let Some(metadata) = result.metadata.filter(Value::is_object) {
             structured.insert("metadata".into(), metadata);
@@ -94,6 +97,9 @@ pub(crate) fn call_tool_result(result: ToolResult) -> CallToolResult {
         (text, false)
     };
     let mut content = vec![ContentBlock::text(text.clone())];
+    if let Some(image) = image {
+        content.push(ContentBlock::image(image.data, image.mime_type));
+    }
     let mut output = text;
     if halt {
         content.push(ContentBlock::text(HALT_LINE));
@@ -123,10 +129,28 @@ mod tests {
             display: None,
             metadata: Some(json!({"bytes": 6})),
             permission: None,
+            image: None,
             omitted: None,
             halt: false,
             duration: Default::default(),
         }
+    }
+
+    #[test]
+    fn an_image_follows_the_text_as_image_content() {
+        let mut with_image = result(true);
+        with_image.image =
+            Some(crate::output::Image { mime_type: "image/png".into(), data: "iVBO".into(), bytes: 3 });
+        let out = call_tool_result(with_image.clone());
+        assert_eq!(out.content.len(), 2);
+        assert_eq!(out.content[0].as_text().map(|t| t.text.as_str()), Some("alpha\n"));
+        let image = out.content[1].as_image().expect("image content");
+        assert_eq!((image.data.as_str(), image.mime_type.as_str()), ("iVBO", "image/png"));
+        let wire = serde_json::to_value(&out.content[1]).unwrap();
+        assert_eq!(wire, json!({"type": "image", "data": "iVBO", "mimeType": "image/png"}));
+        // A failed call never carries one.
+        with_image.ok = false;
+        assert_eq!(call_tool_result(with_image).content.len(), 1);
     }
 
     /// A client reading only `structuredContent` gets the text the model needs,

@@ -35,7 +35,7 @@ escapes.";
 pub struct Args {
     /// The file to edit: relative to the work directory, or absolute inside it.
     pub path: String,
-    /// The exact text to replace (not empty). It must occur exactly once unless `replace_all` is true.
+    /// The text to replace (not empty), copied from the file. It must occur once unless `replace_all` is true; when it does not match exactly, tolerant matchers (trimmed lines, first and last lines of a block, whitespace, indentation, escapes) may find the one place it means.
     pub old_string: String,
     /// The text to put in its place (may be empty to delete).
     pub new_string: String,

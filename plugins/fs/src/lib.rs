@@ -34,6 +34,7 @@ pub mod find;
 pub mod fresh;
 pub mod grep;
 pub mod ignores;
+pub mod image;
 pub mod list;
 pub mod matching;
 pub mod mv;

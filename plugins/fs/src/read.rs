@@ -16,8 +16,9 @@ changed since). Then its lines, each prefixed with its line number and a tab (li
 part of the file. To re-read a window you already have, pass the sha256 you got as `known_sha256` with the same \
 `offset` and `limit`: an unchanged file then gives a one-line `unchanged` note instead of the lines. Reads at most `limit` lines (default 2000) starting at line \
 `offset` (1-based, default 1) and at most 256 KiB of output; when more remains, the output ends with a note giving \
-the `offset` to continue from. Very long lines are cut. Binary files (a NUL byte in the first 8 KiB, or not valid \
-UTF-8) are refused with `binary_file`; directories with `is_directory` (use list_dir). Paths are relative to the \
+the `offset` to continue from. Very long lines are cut. An image (PNG, JPEG, GIF or WebP, known by its content) is \
+returned as an image, up to 5 MiB (`file_too_large` past that). Other binary files (a NUL byte in the first 8 KiB, \
+or not valid UTF-8) are refused with `binary_file`; directories with `is_directory` (use list_dir). Paths are relative to the \
 work directory; messages show a name with control or unusual characters double-quoted with backslash escapes.";
 
 /// Default number of lines returned.
@@ -92,6 +93,9 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     // Probe before splitting into lines: a binary file may have no newline
     // for megabytes.
     let head = reader.fill_buf().map_err(|e| ctx.io_error(&e, &path))?;
+    if let Some(mime) = crate::image::sniff(head) {
+        return crate::image::read(reader, mime, meta.len(), &shown);
+    }
     if head[..head.len().min(BINARY_PROBE)].contains(&0) {
         return Err(binary("it contains NUL bytes"));
     }
@@ -389,6 +393,27 @@ mod tests {
         }
         // A NUL past the first 8 KiB is valid UTF-8 text.
         assert!(read(&ctx, "late", 1, 10).is_ok());
+    }
+
+    #[test]
+    fn images_by_content_not_name() {
+        let (dir, ctx) = setup();
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\0\x04\0\0\0\x02\x08\x06\0\0\0".to_vec();
+        png.extend_from_slice(&[0; 64]);
+        fs::write(dir.path().join("picture.txt"), &png).unwrap();
+        fs::write(dir.path().join("notes.png"), "just text\n").unwrap();
+        let out = read(&ctx, "picture.txt", 1, 10).unwrap();
+        assert!(out.content.contains("image/png image, 93 bytes, 4x2"), "{}", out.content);
+        let meta = out.metadata.unwrap();
+        assert_eq!(meta["sha256"], hex::encode(Sha256::digest(&png)));
+        assert!(meta[crate::image::IMAGE]["data"].is_string());
+        assert!(read(&ctx, "notes.png", 1, 10).unwrap().content.contains("just text"));
+        let mut big = png.clone();
+        big.resize(crate::image::MAX_IMAGE_BYTES as usize + 1, 0);
+        fs::write(dir.path().join("big.png"), &big).unwrap();
+        let err = read(&ctx, "big.png", 1, 10).unwrap_err();
+        assert_eq!(err.code, codes::FILE_TOO_LARGE);
+        assert!(err.message.contains("5242880"), "{}", err.message);
     }
 
     #[test]

@@ -7,11 +7,14 @@
 //! `git`. The host confines every child (the work dir only, no network,
 //! resource limits, killed at its deadline); these tools check their
 //! arguments before anything starts, and `git` builds its whole argument
-//! vector itself ([`git::argv`]) from a closed set of choices.
+//! vector itself ([`git::argv`]) from a closed set of choices. In a git work
+//! dir, `terminal` also reports what the command changed ([`changes`]).
 
 use toolhost_guest::{Context, Tool, ToolError, tool};
 
+pub mod changes;
 pub mod git;
+pub mod status;
 pub mod terminal;
 
 /// The tools of this component, in the order the host lists them.

@@ -1,6 +1,7 @@
 //! `terminal`: one shell command line, run with `bash -c` in the host's
 //! confined child process, stdout and stderr interleaved.
 
+use crate::changes::{self, Report, Snapshot};
 use serde::Deserialize;
 use toolhost_guest::exec::{self, Command};
 use toolhost_guest::{Context, JsonSchema, Output, ToolError};
@@ -14,8 +15,10 @@ and is killed together with everything it started after `timeout_ms` (default 12
 output is cut in the middle: the head and the tail are kept with a marker saying how much was left out, so \
 redirect big outputs to a file and search it. Exit status 0 is success; any other status fails with code \
 `command_failed`, and a command killed at its limit fails with `timeout`; both keep the output. Do not start \
-servers, watchers or interactive programs: the call waits until the command exits. To read, search or edit \
-files, prefer the file tools.";
+servers, watchers or interactive programs: the call waits until the command exits. In a git repository, the \
+files the command changed (modified, created, deleted; not those that were already dirty and left alone) are \
+listed after the output, with line counts, and in `metadata.changed`. To read, search or edit files, prefer the \
+file tools.";
 
 /// Default time limit of a command, in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u32 = 120_000;
@@ -47,9 +50,27 @@ fn default_timeout() -> u32 {
 
 /// Run `terminal`: check the arguments, run the command through the host,
 /// and report it with [`toolhost_guest::exec::Outcome::into_tool_result`].
+///
+/// In a git work dir, the files the command changed are appended (see
+/// [`crate::changes`]): to the output and as `metadata.changed` when it
+/// succeeded, to the error message when it failed or timed out.
 pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     let cmd = command(&args, ctx)?;
-    exec::run(&cmd)?.into_tool_result()
+    let before = Snapshot::take(ctx);
+    let outcome = exec::run(&cmd)?;
+    let cancelled = outcome.cancelled;
+    let result = outcome.into_tool_result();
+    let Some(before) = before.filter(|_| !cancelled) else { return result };
+    let Some((changes, head)) = before.changes(ctx) else { return result };
+    let stats = changes::stats(ctx, &changes, before.has_head());
+    let Some(report) = Report::new(&changes, head, &stats) else { return result };
+    match result {
+        Ok(output) => Ok(report.attach(output)),
+        Err(mut err) => {
+            err.message.push_str(&report.text);
+            Err(err)
+        }
+    }
 }
 
 /// The command `args` ask for, or why they are refused (nothing runs).

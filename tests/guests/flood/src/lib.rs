@@ -31,10 +31,12 @@ mod bindings {
 const OBJECT: &str = r#"{"type": "object", "properties": {}, "additionalProperties": false}"#;
 
 /// `raw_metadata`: `array` is `[0,0,…]` of `n` elements, `deep` is arrays nested
-/// `n` deep, `invalid` is `n` bytes that are not JSON. The SDK's `Output` holds
+/// `n` deep, `invalid` is `n` bytes that are not JSON; `image`, `image_not_base64`
+/// and `image_lying` carry an `n`-byte image under the reserved key (good, not
+/// base64, not the type it claims). The SDK's `Output` holds
 /// metadata as a parsed value, which could not hold 50 M elements in a guest.
 const RAW_METADATA: &str = r#"{"type": "object", "properties": {
-    "shape": {"type": "string", "enum": ["array", "deep", "invalid"]},
+    "shape": {"type": "string", "enum": ["array", "deep", "invalid", "image", "image_not_base64", "image_lying"]},
     "n": {"type": "integer", "minimum": 1}
 }, "required": ["shape", "n"], "additionalProperties": false}"#;
 
@@ -119,6 +121,14 @@ impl Guest for Flood {
             Some("array") => format!("[0{}]", ",0".repeat(n - 1)),
             Some("deep") => format!("{}{}", "[".repeat(n), "]".repeat(n)),
             Some("invalid") => format!("{{{}", "x".repeat(n - 1)),
+            // An image under the reserved key: a PNG signature then zeros, `n` bytes in all;
+            // or one that is not base64, or one whose bytes are not the type it claims.
+            Some("image") => image("image/png", &png(n)),
+            Some("image_not_base64") => {
+                serde_json::json!({"toolhost/image": {"mime_type": "image/png", "data": "%".repeat(n)}})
+                    .to_string()
+            }
+            Some("image_lying") => image("image/gif", &png(n)),
             other => return Err(bad(format!("shape: {other:?}"))),
         };
         Ok(ToolOutput {
@@ -127,4 +137,19 @@ impl Guest for Flood {
             metadata: Some(metadata),
         })
     }
+}
+
+/// `n` bytes starting with a PNG signature.
+fn png(n: usize) -> Vec<u8> {
+    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+    bytes.resize(n.max(8), 0);
+    bytes
+}
+
+/// Metadata carrying `bytes` as an image of type `mime`, beside a small note.
+fn image(mime: &str, bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+    serde_json::json!({"note": "beside the image", "toolhost/image": {"mime_type": mime, "data": data}})
+        .to_string()
 }
