@@ -168,3 +168,7 @@ mod tests {
         assert!(out.len() < 700);
     }
 }
+
+#[cfg(test)]
+#[path = "clamp_props.rs"]
+mod props;
