@@ -12,7 +12,7 @@
 //!
 //! | group | host-made | tool-made |
 //! | --- | --- | --- |
-//! | the call | [`UNKNOWN_TOOL`], [`INVALID_ARGS`] (the schema), [`CANCELLED`], [`TIMEOUT`], [`FUEL_EXHAUSTED`], [`MEMORY_LIMIT`], [`OUTPUT_LIMIT`], [`TRAP`], [`BAD_OUTPUT`], [`HOST_ERROR`], [`PERMISSION_DENIED`], [`JOURNAL_FAILED`] | [`INVALID_ARGS`] (well-typed but unusable arguments), [`TOOL_ERROR`] (a typed-export function's `result` error) |
+//! | the call | [`UNKNOWN_TOOL`], [`INVALID_ARGS`] (the schema), [`CANCELLED`], [`TIMEOUT`], [`FUEL_EXHAUSTED`], [`MEMORY_LIMIT`], [`OUTPUT_LIMIT`], [`TRAP`], [`BAD_OUTPUT`], [`HOST_ERROR`], [`PERMISSION_DENIED`], [`JOURNAL_FAILED`], [`WRITE_QUOTA`] | [`INVALID_ARGS`] (well-typed but unusable arguments), [`TOOL_ERROR`] (a typed-export function's `result` error) |
 //! | the host's native tools | [`OUTPUT_NOT_FOUND`] (`read_output`), [`RUN_TESTS_BUSY`], [`TESTS_FAILED`] (`run_tests`) | — |
 //! | loading a plugin (a load error, not a call's) | [`CAPABILITY_DENIED`], [`IDENTITY_MISMATCH`], [`TOOL_LIST_TOO_LARGE`], [`DUPLICATE_TOOL`] | — |
 //! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`], [`NO_SPACE`]; `read_file`: [`FILE_TOO_LARGE`] (an image over 5 MiB); `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`]; the changing tools: [`STALE_FILE`], [`IS_SYMLINK`], [`ALREADY_EXISTS`], [`ARTIFACT_NOT_FOUND`] |
@@ -49,6 +49,8 @@ pub const HOST_ERROR: &str = "host_error";
 pub const PERMISSION_DENIED: &str = "permission_denied";
 /// A typed-export function returned the error case of its `result<_, E>`: the message is `E`.
 pub const TOOL_ERROR: &str = "tool_error";
+/// The call wrote more to files than its write quota (`write-mib`) allows, and the write past it failed: write less, or raise the quota.
+pub const WRITE_QUOTA: &str = "write_quota";
 
 // The host's native tools.
 
@@ -168,6 +170,7 @@ pub const ALL: &[&str] = &[
     BAD_OUTPUT,
     HOST_ERROR,
     PERMISSION_DENIED,
+    WRITE_QUOTA,
     JOURNAL_FAILED,
     TOOL_ERROR,
     OUTPUT_NOT_FOUND,

@@ -165,11 +165,14 @@ mod tests {
 
     #[test]
     fn a_full_disk_is_no_space() {
-        for kind in [io::ErrorKind::StorageFull, io::ErrorKind::QuotaExceeded, io::ErrorKind::FileTooLarge] {
+        for kind in [io::ErrorKind::StorageFull, io::ErrorKind::FileTooLarge] {
             let err = ctx().io_error(&io::Error::from(kind), Path::new("/work/proj/a"));
             assert_eq!(err.code, "no_space", "{kind:?}");
             assert!(err.to_string().contains("a: "), "{err}");
         }
+        // EDQUOT is the host's write quota, nothing else.
+        let err = ctx().io_error(&io::Error::from(io::ErrorKind::QuotaExceeded), Path::new("/work/proj/a"));
+        assert_eq!(err.code, "write_quota");
     }
 
     #[test]

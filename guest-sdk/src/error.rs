@@ -57,7 +57,14 @@ impl ToolError {
                      or this tool may not write there)"
                 ),
             ),
-            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded | io::ErrorKind::FileTooLarge => {
+            // The host's per-call write quota (WASI `quota`, EDQUOT): the host fails the
+            // call with `write_quota` whatever the tool says; say the same (a disk quota of
+            // the host reaches a guest as `insufficient-space`, ENOSPC).
+            io::ErrorKind::QuotaExceeded => Self::new(
+                codes::WRITE_QUOTA,
+                format!("{shown}: the call's write quota is used up; the write past it failed"),
+            ),
+            io::ErrorKind::StorageFull | io::ErrorKind::FileTooLarge => {
                 Self::new(codes::NO_SPACE, format!("{shown}: {err}; nothing was changed"))
             }
             _ => Self::new(codes::IO_ERROR, format!("{shown}: {err}")),

@@ -3,6 +3,7 @@
 //! where the rest is kept) and leaves the host serving. Also the cheap scan that
 //! checks a JSON text's nesting before anything parses it.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Descriptors and directory streams one call may hold open at once, by default.
@@ -45,6 +46,12 @@ pub struct Limits {
     /// fails (`insufficient-memory` in WASI) and the call's error says why. Lowered
     /// when the process's descriptor limit can't give every call slot this many.
     pub open_handles: usize,
+    /// Bytes one call may write to files (`write_quota`): what its guest writes
+    /// through `wasi:filesystem`, the holes it makes past a file's end, and the
+    /// work dir's growth from the programs it starts (each held to the rest by
+    /// `RLIMIT_FSIZE`). Past it the write fails in the guest (`quota` in WASI) and
+    /// the call fails `write_quota`.
+    pub write_bytes: u64,
 }
 
 impl Default for Limits {
@@ -61,6 +68,7 @@ impl Default for Limits {
             metadata_bytes: 64 << 10,
             metadata_depth: 32,
             open_handles: DEFAULT_OPEN_HANDLES,
+            write_bytes: 256 << 20,
         }
     }
 }
@@ -100,6 +108,88 @@ impl Deadline {
             format!("the call ran longer than {} ms and was stopped", self.budget.as_millis()),
         )
     }
+}
+
+/// One call's write quota ([`Limits::write_bytes`]): the bytes its writes have
+/// used, shared by everything that writes on its behalf (the guest's filesystem,
+/// the programs it starts), and whether the quota stopped one.
+#[derive(Debug)]
+pub(crate) struct WriteMeter {
+    limit: u64,
+    used: AtomicU64,
+    tripped: AtomicBool,
+}
+
+impl WriteMeter {
+    /// A meter for a call that may write `limit` bytes.
+    pub(crate) fn new(limit: u64) -> Self {
+        Self { limit, used: AtomicU64::new(0), tripped: AtomicBool::new(false) }
+    }
+
+    /// The bytes the call may still write.
+    pub(crate) fn remaining(&self) -> u64 {
+        self.limit.saturating_sub(self.used())
+    }
+
+    /// The bytes charged so far.
+    pub(crate) fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Charge `bytes` before they are written: `false` (nothing charged, the quota
+    /// marked as tripped) when they do not fit in what is left.
+    pub(crate) fn take(&self, bytes: u64) -> bool {
+        let fits = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(bytes).filter(|&total| total <= self.limit)
+            })
+            .is_ok();
+        if !fits {
+            self.tripped.store(true, Ordering::Relaxed);
+        }
+        fits
+    }
+
+    /// Give back `bytes` taken by [`Self::take`] and not written after all.
+    pub(crate) fn give_back(&self, bytes: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| Some(used.saturating_sub(bytes)));
+    }
+
+    /// Charge `bytes` found written after the fact (a child's growth of the work
+    /// dir): the quota is tripped when they reach it, since a child is held to the
+    /// rest of it and stops there.
+    pub(crate) fn record(&self, bytes: u64) {
+        let total = self.used.fetch_add(bytes, Ordering::Relaxed).saturating_add(bytes);
+        if bytes > 0 && total >= self.limit {
+            self.tripped.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the quota stopped a write.
+    pub(crate) fn tripped(&self) -> bool {
+        self.tripped.load(Ordering::Relaxed)
+    }
+
+    /// The `write_quota` error of a call whose quota stopped a write.
+    pub(crate) fn exceeded(&self) -> crate::error::CallError {
+        crate::error::CallError::new(
+            crate::error::codes::WRITE_QUOTA,
+            format!(
+                "the call tried to write more than its quota of {} (write-mib); {} bytes were \
+                 written and the write past the quota failed",
+                mib(self.limit),
+                self.used().min(self.limit)
+            ),
+        )
+    }
+}
+
+/// `bytes` for a message: whole MiB when it is, else bytes.
+fn mib(bytes: u64) -> String {
+    if bytes.is_multiple_of(1 << 20) { format!("{} MiB", bytes >> 20) } else { format!("{bytes} bytes") }
 }
 
 /// Whether the JSON text `text` nests arrays and objects deeper than `max`.
@@ -161,5 +251,28 @@ mod tests {
         assert!(!json_nesting_exceeds(&format!("{}{}", "[".repeat(64), "]".repeat(64)), 64));
         assert!(!json_nesting_exceeds("", 0));
         assert!(json_nesting_exceeds("{", 0));
+    }
+
+    #[test]
+    fn the_write_meter_takes_what_fits_and_trips_past_it() {
+        let meter = WriteMeter::new(10);
+        assert!(meter.take(4) && meter.take(6), "up to the quota is written");
+        assert!(!meter.tripped());
+        assert_eq!(meter.remaining(), 0);
+        assert!(!meter.take(1), "one byte past it is refused");
+        assert!(meter.tripped());
+        assert_eq!(meter.used(), 10, "a refused write charges nothing");
+        meter.give_back(3);
+        assert_eq!(meter.remaining(), 3);
+        assert!(!meter.take(u64::MAX), "no overflow");
+
+        let child = WriteMeter::new(100);
+        child.record(0);
+        child.record(99);
+        assert!(!child.tripped(), "a child that stayed under the quota");
+        child.record(1);
+        assert!(child.tripped(), "a child that reached it was stopped by it");
+        assert!(child.exceeded().to_string().starts_with("write_quota: "), "{}", child.exceeded());
+        assert!(WriteMeter::new(1 << 20).exceeded().message.contains("quota of 1 MiB"));
     }
 }

@@ -235,6 +235,17 @@ fn a_bad_plugin_limit_names_its_key_and_line() {
         ),
         (&huge, 4, &huge_err),
         ("limits = { memroy-mib = 64 }", 4, "plugins.x.limits: unknown key `memroy-mib`"),
+        (
+            "limits = { write-mib = 0 }",
+            4,
+            "plugins.x.limits.write-mib: 0 is too small: it must be at least 1",
+        ),
+        (
+            "limits = { write-mib = 1048577 }",
+            4,
+            "plugins.x.limits.write-mib: 1048577 is too large: at most 1048576 on this host",
+        ),
+        ("limits = { write-mib = -3 }", 4, "plugins.x.limits.write-mib: -3 is too small"),
         // The CLI's --clamp-bytes is not a plugin limit.
         ("limits = { clamp-bytes = 1000 }", 4, "plugins.x.limits: unknown key `clamp-bytes`"),
         ("[plugins.x.limits]\nfuel = 10\ntimeout-ms = 0", 6, "plugins.x.limits.timeout-ms: 0 is too small"),
@@ -245,10 +256,12 @@ fn a_bad_plugin_limit_names_its_key_and_line() {
         assert!(err.starts_with(&prefix), "{text:?}: {err}");
         assert!(err.contains(needle), "{text:?}: {err}");
     }
-    let limits = "limits = { memory-mib = 64, fuel = 1_000, timeout-ms = 700_000, output-bytes = 9 }";
+    let limits =
+        "limits = { memory-mib = 64, fuel = 1_000, timeout-ms = 700_000, output-bytes = 9, write-mib = 2 }";
     let policy = Policy::parse(&format!("{entry}{limits}\n"), path).unwrap();
     let limits = policy.plugins[0].limits.apply(&toolhost::Limits::default());
     assert_eq!((limits.memory_bytes, limits.fuel, limits.output_bytes), (64 << 20, 1_000, 9));
+    assert_eq!(limits.write_bytes, 2 << 20);
     assert_eq!(limits.timeout, std::time::Duration::from_millis(700_000));
     assert_eq!(limits.max_timeout, limits.timeout, "a longer deadline raises the maximum");
 }

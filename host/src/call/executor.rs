@@ -12,6 +12,7 @@
 //! hooks (their context appended, bounded). A failed result's message is kept and
 //! cut the same way, wherever it was made.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -22,7 +23,7 @@ use crate::call::authorize::PermissionNote;
 use crate::call::host::Host;
 use crate::error::{CallError, codes};
 use crate::hooks::{HookCall, Outcome, Pre};
-use crate::limits::{Deadline, Limits};
+use crate::limits::{Deadline, Limits, WriteMeter};
 use crate::load::plugin::Plugin;
 use crate::load::registry::{NativeCall, Runner, Tool};
 use crate::load::spec::ToolSpec;
@@ -236,9 +237,9 @@ impl Host {
                 return result;
             }
         };
-        let mut result = self.run(&call_id, tool, &args, &cancel, permission, started).await;
+        let (mut result, written) = self.run(&call_id, tool, &args, &cancel, permission, started).await;
         if let (Some(journal), Some(ticket)) = (&self.journal, ticket)
-            && let Err(e) = journal.settle(ticket, result.code(), None)
+            && let Err(e) = journal.settle(ticket, result.code(), written)
         {
             // The call ran; only its settle is missing, so it reads as indeterminate.
             tracing::warn!("effect journal: the settle of {call_id} was not written: {e}");
@@ -289,8 +290,10 @@ impl Host {
         cancel: &CancellationToken,
         permission: PermissionNote,
         started: Instant,
-    ) -> ToolResult {
+    ) -> (ToolResult, Option<u64>) {
         let call_id = call_id.to_string();
+        // What a component's call wrote to files (a native tool's is not counted).
+        let mut written = None;
         let host_limits = self.limits();
         let (run, limits, redactor): (_, _, Option<&Redactor>) = match tool.runner() {
             Runner::Native(native) => {
@@ -316,12 +319,14 @@ impl Host {
                 (parts, host_limits, redactor)
             }
             Runner::Wasm(plugin) | Runner::Typed(plugin, _) => {
+                let quota = Arc::new(WriteMeter::new(plugin.limits().write_bytes));
                 let out = match tool.runner() {
                     Runner::Typed(_, index) => {
-                        self.run_typed(plugin, *index, tool.spec(), args, &call_id, cancel).await
+                        self.run_typed(plugin, *index, tool.spec(), args, &call_id, cancel, &quota).await
                     }
-                    _ => self.run_wasm(plugin, tool.spec(), args, &call_id, cancel).await,
+                    _ => self.run_wasm(plugin, tool.spec(), args, &call_id, cancel, &quota).await,
                 };
+                written = Some(quota.used());
                 let redactor = plugin.redactor();
                 let parts = out.map_err(|e| redact_error(redactor, e)).map(|out| redact(redactor, out));
                 (parts, plugin.limits(), Some(redactor))
@@ -337,7 +342,7 @@ impl Host {
             }
             parts.bound(self.outputs(), &call_id, limits, redactor)
         });
-        match bounded {
+        let result = match bounded {
             Ok(out) => ToolResult {
                 call_id,
                 ok: true,
@@ -352,7 +357,8 @@ impl Host {
                 duration: started.elapsed(),
             },
             Err(err) => ToolResult::failed(self, call_id, err, limits, started).with_permission(permission),
-        }
+        };
+        (result, written)
     }
 
     /// Run function `index` of a typed-export component in a fresh sandbox, as
@@ -367,6 +373,7 @@ impl Host {
         args: &Value,
         call_id: &str,
         cancel: &CancellationToken,
+        quota: &Arc<WriteMeter>,
     ) -> Result<Parts, CallError> {
         let (Some(func), crate::load::plugin::Exports::Typed(prepared, _)) =
             (plugin.typed_func(index), plugin.exports())
@@ -381,14 +388,14 @@ impl Host {
             _ = cancel.cancelled() => return Err(CallError::new(codes::CANCELLED, "")),
             slot = self.call_slot() => slot,
         };
-        let exec = self.exec_access(plugin, cancel);
+        let exec = self.exec_access(plugin, cancel, quota);
         let tampering = exec.as_ref().map(crate::imports::exec::ExecAccess::tampering);
         let spec = StoreSpec {
             call_id,
             fs: plugin.fs_access(self.work_dir(), !tool.read_only),
             net: self.net_access(plugin),
             exec,
-            fs_guard: self.fs_guard(),
+            fs_guard: self.fs_guard(quota),
             limits,
             deadline: Deadline::after(limits.deadline_for(tool.timeout_ms)),
         };
@@ -396,6 +403,9 @@ impl Host {
             sandbox::run_typed(prepared, spec, &func.export, &params, func.result.is_some(), cancel).await;
         if let Some(why) = tampering.and_then(|t| t.take()) {
             return Err(CallError::new(codes::PERMISSION_DENIED, why));
+        }
+        if quota.tripped() {
+            return Err(quota.exceeded());
         }
         let result = result?;
         let rendered = crate::load::typed::render(result)?;
@@ -413,6 +423,7 @@ impl Host {
         args: &Value,
         call_id: &str,
         cancel: &CancellationToken,
+        quota: &Arc<WriteMeter>,
     ) -> Result<Parts, CallError> {
         let limits = plugin.limits();
         let args_json = args.to_string();
@@ -423,14 +434,14 @@ impl Host {
             _ = cancel.cancelled() => return Err(CallError::new(codes::CANCELLED, "")),
             slot = self.call_slot() => slot,
         };
-        let exec = self.exec_access(plugin, cancel);
+        let exec = self.exec_access(plugin, cancel, quota);
         let tampering = exec.as_ref().map(crate::imports::exec::ExecAccess::tampering);
         let spec = StoreSpec {
             call_id,
             fs: plugin.fs_access(self.work_dir(), !tool.read_only),
             net: self.net_access(plugin),
             exec,
-            fs_guard: self.fs_guard(),
+            fs_guard: self.fs_guard(quota),
             limits,
             deadline: Deadline::after(limits.deadline_for(tool.timeout_ms)),
         };
@@ -441,6 +452,10 @@ impl Host {
         // A child changed a protected path (undone where it could be).
         if let Some(why) = tampering.and_then(|t| t.take()) {
             return Err(CallError::new(codes::PERMISSION_DENIED, why));
+        }
+        // The quota stopped a write: whatever the guest made of the error.
+        if quota.tripped() {
+            return Err(quota.exceeded());
         }
         let output = output?;
         // The metadata stays text here: it is bounded before anything parses it.

@@ -11,7 +11,7 @@ use crate::engine::Engine;
 use crate::hooks::Hooks;
 use crate::imports::exec::{ExecAccess, ExecRuntime};
 use crate::imports::fetch::{FetchClient, NetAccess, NetworkSettings};
-use crate::limits::Limits;
+use crate::limits::{Limits, WriteMeter};
 use crate::load::plugin::Plugin;
 use crate::load::registry::Registry;
 use crate::load::spec::ToolDefinition;
@@ -111,9 +111,15 @@ impl Host {
     }
 
     /// The exec capability of a call to `plugin`: `None` unless it imports exec.
-    pub(crate) fn exec_access(&self, plugin: &Plugin, cancel: &CancellationToken) -> Option<ExecAccess> {
+    pub(crate) fn exec_access(
+        &self,
+        plugin: &Plugin,
+        cancel: &CancellationToken,
+        quota: &Arc<WriteMeter>,
+    ) -> Option<ExecAccess> {
         plugin.exec().map(|grant| {
-            ExecAccess::new(self.exec.clone(), grant.clone(), plugin.env().into(), cancel.clone())
+            let env = plugin.env().into();
+            ExecAccess::new(self.exec.clone(), grant.clone(), env, cancel.clone(), quota.clone())
         })
     }
 
@@ -186,9 +192,9 @@ impl Host {
         tool.run(id, path).map(|out| out.content)
     }
 
-    /// The filesystem guard of one call.
-    pub(crate) fn fs_guard(&self) -> crate::imports::wasi_fs::FsGuard {
-        crate::imports::wasi_fs::FsGuard::new(self.protected.clone(), self.open_handles)
+    /// The filesystem guard of one call, charging its writes to `quota`.
+    pub(crate) fn fs_guard(&self, quota: &Arc<WriteMeter>) -> crate::imports::wasi_fs::FsGuard {
+        crate::imports::wasi_fs::FsGuard::new(self.protected.clone(), self.open_handles, quota.clone())
     }
 
     /// Wait for a free instance slot (bounded by the pooling allocator).

@@ -123,6 +123,10 @@ pub(crate) struct HostArgs {
     /// Bytes of output the model reads before the head + tail clamp.
     #[arg(long, value_name = "BYTES")]
     clamp_bytes: Option<String>,
+    /// Per-call write quota in MiB: bytes a call's tool and its programs may write
+    /// to files (`write_quota` past it).
+    #[arg(long, value_name = "MIB")]
+    write_mib: Option<String>,
     /// A host third-party plugins may fetch from: `docs.rs`, `*.example.com` or `*`
     /// (repeatable). Without any, a plugin that imports fetch is refused.
     #[arg(long = "allow-host", value_name = "PATTERN", value_parser = toolhost::HostPattern::parse)]
@@ -235,6 +239,7 @@ impl HostArgs {
             (LimitKey::MemoryMib, &self.memory_mib),
             (LimitKey::Fuel, &self.fuel),
             (LimitKey::ClampBytes, &self.clamp_bytes),
+            (LimitKey::WriteMib, &self.write_mib),
         ] {
             if let Some(text) = text {
                 overrides.set_text(key, text).map_err(|e| anyhow::anyhow!("--{e}"))?;

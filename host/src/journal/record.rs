@@ -57,8 +57,9 @@ pub struct Settle {
     pub ok: bool,
     /// The error code when it failed.
     pub code: Option<String>,
-    /// Bytes the call wrote to files through the host (`None`: not counted, as for
-    /// the host's own tools and child processes).
+    /// Bytes a component's call wrote to files, as its write quota counted them
+    /// (through `wasi:filesystem`, and its children's growth of the work dir;
+    /// `None`: not counted, as for the host's own tools).
     pub bytes_written: Option<u64>,
     /// How long it ran.
     pub duration_ms: u64,

@@ -243,3 +243,7 @@ mod tests {
         assert!(ArgsSchema::compile(json!({"type": "object", "properties": 3})).is_err());
     }
 }
+
+#[cfg(test)]
+#[path = "args_props.rs"]
+mod props;

@@ -174,3 +174,7 @@ mod tests {
         assert!(out.len() < 700);
     }
 }
+
+#[cfg(test)]
+#[path = "clamp_props.rs"]
+mod props;

@@ -26,12 +26,17 @@ pub enum LimitKey {
     OutputBytes,
     /// `clamp-bytes`: [`Limits::clamp_bytes`].
     ClampBytes,
+    /// `write-mib`: [`Limits::write_bytes`], in MiB (at most 2^20: 1 TiB).
+    WriteMib,
 }
+
+/// The largest `write-mib`: 1 TiB, past any quota that still means something.
+const MAX_WRITE_MIB: u64 = 1 << 20;
 
 impl LimitKey {
     /// The keys a plugin's policy entry may set in its `limits` table.
-    pub const PLUGIN: [LimitKey; 4] =
-        [LimitKey::MemoryMib, LimitKey::Fuel, LimitKey::TimeoutMs, LimitKey::OutputBytes];
+    pub const PLUGIN: [LimitKey; 5] =
+        [LimitKey::MemoryMib, LimitKey::Fuel, LimitKey::TimeoutMs, LimitKey::OutputBytes, LimitKey::WriteMib];
 
     /// The key as written in the policy and, after `--`, as a flag.
     pub fn as_str(self) -> &'static str {
@@ -41,6 +46,7 @@ impl LimitKey {
             LimitKey::TimeoutMs => "timeout-ms",
             LimitKey::OutputBytes => "output-bytes",
             LimitKey::ClampBytes => "clamp-bytes",
+            LimitKey::WriteMib => "write-mib",
         }
     }
 
@@ -51,6 +57,7 @@ impl LimitKey {
             LimitKey::MemoryMib => usize_max >> 20,
             LimitKey::OutputBytes | LimitKey::ClampBytes => usize_max,
             LimitKey::Fuel | LimitKey::TimeoutMs => u64::MAX,
+            LimitKey::WriteMib => MAX_WRITE_MIB,
         }
     }
 }
@@ -84,6 +91,8 @@ pub struct LimitOverrides {
     pub output_bytes: Option<usize>,
     /// Bytes of content the caller reads before the head + tail cut.
     pub clamp_bytes: Option<usize>,
+    /// Write quota per call in MiB.
+    pub write_mib: Option<u64>,
 }
 
 impl LimitOverrides {
@@ -136,6 +145,7 @@ impl LimitOverrides {
             LimitKey::TimeoutMs => self.timeout_ms = Some(value),
             LimitKey::OutputBytes => self.output_bytes = Some(size()),
             LimitKey::ClampBytes => self.clamp_bytes = Some(size()),
+            LimitKey::WriteMib => self.write_mib = Some(value),
         }
     }
 
@@ -158,6 +168,9 @@ impl LimitOverrides {
         if let Some(bytes) = self.clamp_bytes {
             limits.clamp_bytes = bytes;
         }
+        if let Some(mib) = self.write_mib {
+            limits.write_bytes = mib << 20;
+        }
         limits
     }
 }
@@ -174,12 +187,14 @@ mod tests {
         o.set(LimitKey::OutputBytes, 5_000).unwrap();
         o.set_text(LimitKey::ClampBytes, "1_000").unwrap();
         o.set_text(LimitKey::TimeoutMs, "700000").unwrap();
+        o.set(LimitKey::WriteMib, 3).unwrap();
         let base = Limits::default();
         let l = o.apply(&base);
         assert_eq!(l.memory_bytes, 64 << 20);
         assert_eq!(l.fuel, 1_000);
         assert_eq!(l.output_bytes, 5_000);
         assert_eq!(l.clamp_bytes, 1_000);
+        assert_eq!(l.write_bytes, 3 << 20);
         assert_eq!(l.timeout, Duration::from_millis(700_000));
         assert_eq!(l.max_timeout, l.timeout, "a longer deadline raises the maximum");
         assert_eq!(l.stdio_bytes, base.stdio_bytes, "what is not set stays");
@@ -210,6 +225,9 @@ mod tests {
             (LimitKey::ClampBytes, "ten", "clamp-bytes: `ten` is not a whole number"),
             (LimitKey::MemoryMib, &past_mib, &too_much_memory),
             (LimitKey::TimeoutMs, "18446744073709551616", "timeout-ms: 18446744073709551616 is too large"),
+            (LimitKey::WriteMib, "0", "write-mib: 0 is too small: it must be at least 1"),
+            (LimitKey::WriteMib, "1048577", "write-mib: 1048577 is too large: at most 1048576 on this host"),
+            (LimitKey::WriteMib, "99999999999999999999", "write-mib: 99999999999999999999 is too large"),
         ] {
             let mut o = LimitOverrides::default();
             let err = o.set_text(key, text).unwrap_err();

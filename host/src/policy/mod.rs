@@ -28,7 +28,7 @@
 //! network = ["docs.rs", "*.github.com"]   # hosts its fetch may reach
 //! env = ["LANG", "LC_*"]                  # globs never pass secret-looking names
 //! sockets = "refuse"                      # or "stub": linked, every operation refused
-//! limits = { memory-mib = 64, fuel = 1_000_000_000, timeout-ms = 5000, output-bytes = 1_000_000 }
+//! limits = { memory-mib = 64, fuel = 1_000_000_000, timeout-ms = 5000, output-bytes = 1_000_000, write-mib = 64 }
 //! exec = { programs = ["git"], shell = false }   # only if it imports exec; commit = true
 //!                                                # lets its children write .git data
 //! read-only = ["get_weather"]              # typed-export tools that change nothing

@@ -47,7 +47,11 @@ impl<'a> StoreSpec<'a> {
             fs: FsAccess::default(),
             net: None,
             exec: None,
-            fs_guard: FsGuard::new(None, crate::limits::DEFAULT_OPEN_HANDLES),
+            fs_guard: FsGuard::new(
+                None,
+                crate::limits::DEFAULT_OPEN_HANDLES,
+                std::sync::Arc::new(crate::limits::WriteMeter::new(limits.write_bytes)),
+            ),
             limits,
             deadline,
         }

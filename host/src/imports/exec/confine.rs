@@ -162,6 +162,12 @@ impl ChildSetup {
             limit(libc::RLIMIT_CPU, self.cpu_seconds, self.cpu_seconds + 1)?;
             limit(libc::RLIMIT_AS, self.memory_bytes, self.memory_bytes)?;
             limit(libc::RLIMIT_FSIZE, self.file_size_bytes, self.file_size_bytes)?;
+            // A write past RLIMIT_FSIZE then fails with EFBIG, which the program
+            // reports, instead of SIGXFSZ killing it without a word (an ignored signal
+            // stays ignored across exec).
+            if libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR {
+                return Err(io::Error::last_os_error());
+            }
             limit(libc::RLIMIT_CORE, 0, 0)?;
             if self.namespaces {
                 let mount = if self.mounts.is_empty() { 0 } else { libc::CLONE_NEWNS };

@@ -83,6 +83,7 @@ impl wit::Host for ExecView<'_> {
             writable: fs.writable,
             unconfined: access.grant.unconfined,
             commit: access.grant.commit,
+            quota: fs.writable.then(|| access.quota.clone()),
             ..base
         };
         let finished = access.runtime.run(req, &access.cancel).await.map_err(|e| {

@@ -30,6 +30,12 @@
 //!   `.git`, a missing guarded entry, a glob match, the policy file — is found once
 //!   the child's whole tree is dead, removed, and the call fails
 //!   `permission_denied` (`protect_check`).
+//! - **How much it writes**: a writing child's `RLIMIT_FSIZE` is the least of the
+//!   `file-size-mib` limit and what is left of the call's write quota, with
+//!   `SIGXFSZ` ignored so a write past it fails with `EFBIG` instead of killing the
+//!   program; the work dir's growth over the call's children is charged to the
+//!   quota after (`growth`), and a call whose children reached it fails
+//!   `write_quota`.
 //! - **What it knows**: an empty environment plus a fixed `PATH`, `HOME` and
 //!   `TMPDIR` (the work dir), `LANG`, and the granted variables.
 //! - **How it ends** ([`spawn`]): at its deadline or on cancellation every process
@@ -62,6 +68,7 @@ mod capture;
 pub(crate) mod cgroup;
 pub(crate) mod confine;
 mod grant;
+mod growth;
 pub(crate) mod host;
 mod landlock;
 mod mounts;

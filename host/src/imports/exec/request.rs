@@ -2,10 +2,12 @@
 //! `run_tests`, with the one check of a child's working directory ([`resolve_cwd`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{ChildLimits, MAX_CHILD_TIME};
 use crate::imports::CallInfo;
+use crate::limits::WriteMeter;
 
 /// Time kept back from the call's deadline so a child killed at its own deadline
 /// still reports its output before the call itself is stopped.
@@ -46,6 +48,9 @@ pub(crate) struct SpawnRequest {
     pub(crate) started_by: String,
     /// The call it belongs to.
     pub(crate) call_id: String,
+    /// The call's write quota, for a writing child: its `RLIMIT_FSIZE` is what is
+    /// left of it, and the work dir's growth is charged to it after.
+    pub(crate) quota: Option<Arc<WriteMeter>>,
 }
 
 impl SpawnRequest {
@@ -83,6 +88,7 @@ impl SpawnRequest {
             commit: false,
             started_by: call.plugin.to_string(),
             call_id: call.call_id.to_string(),
+            quota: None,
         }
     }
 }

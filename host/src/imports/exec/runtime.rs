@@ -19,6 +19,7 @@ use super::request::SpawnRequest;
 use super::spawn::{self, Finished, SpawnError};
 use super::table::{ProcessInfo, ProcessTable};
 use super::{ChildLimits, ExecSettings};
+use crate::limits::WriteMeter;
 use crate::protect::Protected;
 
 /// What confines children on this host, built on first use.
@@ -94,6 +95,8 @@ pub(crate) struct ExecAccess {
     pub env: Arc<[(String, String)]>,
     /// The call's cancellation.
     pub cancel: CancellationToken,
+    /// The call's write quota (what its children may still write).
+    pub quota: Arc<WriteMeter>,
     tampering: Tampering,
 }
 
@@ -104,8 +107,9 @@ impl ExecAccess {
         grant: Arc<ResolvedGrant>,
         env: Arc<[(String, String)]>,
         cancel: CancellationToken,
+        quota: Arc<WriteMeter>,
     ) -> Self {
-        Self { runtime, grant, env, cancel, tampering: Tampering::default() }
+        Self { runtime, grant, env, cancel, quota, tampering: Tampering::default() }
     }
 
     /// What the call's children changed among the protected paths (undone where it
@@ -222,8 +226,35 @@ impl ExecRuntime {
                 self.settings.max_children
             ))
         })?;
+        // A writing child's growth of the work dir is charged to the call's quota.
+        let quota = req.quota.clone();
+        let measured = match (&quota, &self.work_dir) {
+            (Some(_), Some(work)) => super::growth::measure(work).await.map(|before| (work, before)),
+            _ => None,
+        };
+        let finished = self.run_in_slot(req, cancel).await;
+        if let (Some(quota), Some((work, before))) = (&quota, measured)
+            && let Some(after) = super::growth::measure(work).await
+        {
+            quota.record(after.saturating_sub(before));
+        }
+        finished
+    }
+
+    /// [`Self::run`] once a slot is held.
+    async fn run_in_slot(
+        &self,
+        req: SpawnRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Finished, SpawnError> {
+        // Each file it writes is held to what is left of the call's quota.
+        let file_size = |limits: &ChildLimits| {
+            let left = req.quota.as_ref().map_or(u64::MAX, |q| q.remaining());
+            limits.file_size_bytes.min(left)
+        };
         if req.unconfined {
-            let setup = ChildSetup::new(&self.settings.limits);
+            let mut setup = ChildSetup::new(&self.settings.limits);
+            setup.file_size_bytes = file_size(&self.settings.limits);
             return spawn::run(req, setup, None, None, &self.path_var, &self.table, cancel).await;
         }
         let confinement = self.confinement().map_err(|e| SpawnError::Unavailable(e.to_string()))?;
@@ -245,9 +276,10 @@ impl ExecRuntime {
             None => None,
         };
         let binds = watch.as_ref().map(Watch::binds).unwrap_or_default();
-        let (setup, cgroup) = confinement
+        let (mut setup, cgroup) = confinement
             .setup(&self.settings.limits, req.writable, &req.cwd, &binds)
             .map_err(SpawnError::Unavailable)?;
+        setup.file_size_bytes = file_size(&self.settings.limits);
         spawn::run(req, setup, cgroup, watch, &self.path_var, &self.table, cancel).await
     }
 

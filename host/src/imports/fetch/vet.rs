@@ -304,3 +304,7 @@ pub(crate) fn vet_method(method: &str) -> Result<&'static str, String> {
 #[cfg(test)]
 #[path = "vet_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "vet_props.rs"]
+mod props;

@@ -19,6 +19,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
 
 use super::GuardedFs;
+use super::quota::{QuotaStream, stream_error_code};
 use super::resolve::{self, Target};
 
 /// A directory to run a delegated operation on.
@@ -96,6 +97,27 @@ impl GuardedFs<'_> {
             Descriptor::Dir(d) => d.dir.clone(),
         };
         self.refuse_protected(&resolve::real_path(&file)?)
+    }
+
+    /// The size of the file `fd` (0 for a directory: nothing is written to one).
+    fn file_size(&mut self, fd: &Resource<Descriptor>) -> FsResult<u64> {
+        match self.view.table.get(fd)? {
+            Descriptor::File(f) => Ok(f.file.metadata().map_err(ErrorCode::from)?.len()),
+            Descriptor::Dir(_) => Ok(0),
+        }
+    }
+
+    /// Charge `bytes` to the call's write quota, or refuse them (`quota`).
+    fn charge(&self, bytes: u64) -> FsResult<()> {
+        if self.guard.quota.take(bytes) { Ok(()) } else { Err(ErrorCode::Quota.into()) }
+    }
+
+    /// The output stream `stream` wasmtime-wasi pushed, swapped for one held to the
+    /// call's write quota.
+    fn held_to_quota(&mut self, stream: Resource<DynOutputStream>) -> FsResult<Resource<DynOutputStream>> {
+        let inner = self.view.table.delete(stream)?;
+        let held: DynOutputStream = Box::new(QuotaStream::new(inner, self.guard.quota.clone()));
+        Ok(self.view.table.push(held)?)
     }
 
     /// Where to run the operation on `target`: the guest's own handle `fd` when the
@@ -246,6 +268,9 @@ impl types::Host for GuardedFs<'_> {
         &mut self,
         err: Resource<wasmtime::Error>,
     ) -> wasmtime::Result<Option<ErrorCode>> {
+        if let Some(code) = stream_error_code(self.view.table.get(&err)?) {
+            return Ok(Some(code));
+        }
         types::Host::filesystem_error_code(&mut self.view, err)
     }
 }
@@ -275,7 +300,14 @@ impl HostDescriptor for GuardedFs<'_> {
 
     async fn set_size(&mut self, fd: Resource<Descriptor>, size: types::Filesize) -> FsResult<()> {
         self.refuse_descriptor_change(&fd)?;
-        HostDescriptor::set_size(&mut self.view, fd, size).await
+        // Growing a file is writing to it (a hole is bytes any reader goes through).
+        let growth = size.saturating_sub(self.file_size(&fd)?);
+        self.charge(growth)?;
+        let done = HostDescriptor::set_size(&mut self.view, fd, size).await;
+        if done.is_err() {
+            self.guard.quota.give_back(growth);
+        }
+        done
     }
 
     async fn set_times(
@@ -303,7 +335,17 @@ impl HostDescriptor for GuardedFs<'_> {
         buf: Vec<u8>,
         offset: types::Filesize,
     ) -> FsResult<types::Filesize> {
-        HostDescriptor::write(&mut self.view, fd, buf, offset).await
+        // The bytes, and the hole a write past the end leaves before them.
+        let len = buf.len() as u64;
+        let hole = offset.saturating_sub(self.file_size(&fd)?);
+        let charged = len.saturating_add(hole);
+        self.charge(charged)?;
+        let written = HostDescriptor::write(&mut self.view, fd, buf, offset).await;
+        match &written {
+            Ok(n) => self.guard.quota.give_back(len.saturating_sub(*n)),
+            Err(_) => self.guard.quota.give_back(charged),
+        }
+        written
     }
 
     async fn read_directory(
@@ -505,11 +547,20 @@ impl HostDescriptor for GuardedFs<'_> {
         fd: Resource<Descriptor>,
         offset: types::Filesize,
     ) -> FsResult<Resource<DynOutputStream>> {
-        HostDescriptor::write_via_stream(&mut self.view, fd, offset)
+        // A stream that starts past the end leaves a hole: charged when it opens.
+        let hole = offset.saturating_sub(self.file_size(&fd)?);
+        self.charge(hole)?;
+        let stream = HostDescriptor::write_via_stream(&mut self.view, fd, offset)
+            .and_then(|stream| self.held_to_quota(stream));
+        if stream.is_err() {
+            self.guard.quota.give_back(hole);
+        }
+        stream
     }
 
     fn append_via_stream(&mut self, fd: Resource<Descriptor>) -> FsResult<Resource<DynOutputStream>> {
-        HostDescriptor::append_via_stream(&mut self.view, fd)
+        let stream = HostDescriptor::append_via_stream(&mut self.view, fd)?;
+        self.held_to_quota(stream)
     }
 
     async fn is_same_object(

@@ -18,6 +18,9 @@
 //! - caps the descriptors and directory streams one call holds open at once
 //!   (`insufficient-memory` past it), so one call can't starve the host of file
 //!   descriptors or memory;
+//! - holds every write to the call's write quota ([`quota`]: `quota` past it, and
+//!   the call fails `write_quota`): bytes through a file's streams and positional
+//!   writes, holes past a file's end, and a `set-size` that grows it;
 //! - lists directories itself, so a name that is not UTF-8 arrives lossily
 //!   (U+FFFD for the bad bytes) instead of failing the whole listing.
 //!
@@ -25,6 +28,7 @@
 //! its `wasi:filesystem/types` and `wasi:filesystem/preopens`.
 
 mod host;
+mod quota;
 mod resolve;
 
 use std::collections::HashMap;
@@ -34,6 +38,7 @@ use wasmtime::component::{HasData, Linker};
 use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::p2::bindings::filesystem::types::DirectoryEntry;
 
+use crate::limits::WriteMeter;
 use crate::protect::Protected;
 
 /// What one call's filesystem is held to, beyond its preopens.
@@ -48,13 +53,16 @@ pub(crate) struct FsGuard {
     capped: bool,
     /// Directory listings, by the stream resource they were handed out under.
     streams: HashMap<u32, std::vec::IntoIter<DirectoryEntry>>,
+    /// The call's write quota.
+    quota: Arc<WriteMeter>,
 }
 
 impl FsGuard {
-    /// A guard that protects `protected` (none: nothing beyond the preopens) and lets
-    /// the call hold `max_handles` descriptors and streams at once.
-    pub(crate) fn new(protected: Option<Arc<Protected>>, max_handles: usize) -> Self {
-        Self { protected, max_handles, handles: 0, peak: 0, capped: false, streams: HashMap::new() }
+    /// A guard that protects `protected` (none: nothing beyond the preopens), lets
+    /// the call hold `max_handles` descriptors and streams at once and charges its
+    /// writes to `quota`.
+    pub(crate) fn new(protected: Option<Arc<Protected>>, max_handles: usize, quota: Arc<WriteMeter>) -> Self {
+        Self { protected, max_handles, handles: 0, peak: 0, capped: false, streams: HashMap::new(), quota }
     }
 
     /// When the cap refused an open: the cap, for the call's error message.

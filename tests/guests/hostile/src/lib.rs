@@ -44,6 +44,50 @@ struct Typed {
     label: Option<String>,
 }
 
+/// How `fill` writes.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Fill {
+    /// The file to write (several, `path.N`, for `files`).
+    path: String,
+    /// `write` (chunks, without end), `grow` (`set_len` up, without end), `hole` (one
+    /// byte 64 MiB past the end) or `files` (64 KiB files, without end).
+    how: String,
+    /// Stop after this many bytes (unset: never).
+    bytes: Option<u64>,
+    /// Go on after a failed write (at most 1000 times), then report success.
+    ignore_errors: Option<bool>,
+}
+
+/// Writes without end (or `bytes`), as `how` says: the write quota must stop it
+/// well before its deadline.
+fn fill(args: Fill, ctx: &Context) -> Result<Output, ToolError> {
+    use std::io::{Seek, SeekFrom, Write};
+    let path = raw(ctx, &args.path)?;
+    let shown = Path::new(&args.path);
+    let limit = args.bytes.unwrap_or(u64::MAX);
+    let chunk = vec![b'x'; 64 << 10];
+    let (mut done, mut errors) = (0u64, 0u32);
+    let mut file = std::fs::File::create(&path).map_err(|e| ToolError::io(&e, shown))?;
+    while done < limit {
+        let step = match args.how.as_str() {
+            "write" => {
+                file.write_all(&chunk[..chunk.len().min((limit - done) as usize)]).map(|_| chunk.len())
+            }
+            "grow" => file.set_len(done + (1 << 20)).map(|_| 1 << 20),
+            "hole" => file.seek(SeekFrom::Start(64 << 20)).and_then(|_| file.write(b"x")).map(|_| 1 << 26),
+            "files" => std::fs::write(path.with_extension(done.to_string()), &chunk).map(|_| chunk.len()),
+            other => return Err(ToolError::invalid_args(format!("how: no such way to write: {other}"))),
+        };
+        match step {
+            Ok(n) => done += n as u64,
+            Err(_) if args.ignore_errors == Some(true) && errors < 1000 => errors += 1,
+            Err(e) => return Err(ToolError::io(&e, shown)),
+        }
+    }
+    Ok(Output::text(format!("wrote {done} bytes; {errors} writes failed")))
+}
+
 thread_local! {
     static CALLS: Cell<u32> = const { Cell::new(0) };
 }
@@ -185,6 +229,7 @@ fn tools() -> Vec<Tool> {
         tool("env", "Shows env vars and args.", env).read_only(),
         tool("echo", "Echoes its typed arguments.", echo).read_only(),
         tool("tamper", "Rewrites the policy file.", tamper),
+        tool("fill", "Writes a file without end.", fill),
         tool("huge_error", "Fails with about `bytes` of numbered lines as the message.", huge_error)
             .read_only(),
         tool("huge_display", "Returns about `bytes` of numbered lines as the display.", huge_display)
