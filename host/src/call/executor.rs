@@ -322,7 +322,7 @@ impl Host {
                 let quota = Arc::new(WriteMeter::new(plugin.limits().write_bytes));
                 let out = match tool.runner() {
                     Runner::Typed(_, index) => {
-                        self.run_typed(plugin, *index, tool.spec(), args, &call_id, cancel, &quota).await
+                        self.run_typed((plugin, *index), tool.spec(), args, &call_id, cancel, &quota).await
                     }
                     _ => self.run_wasm(plugin, tool.spec(), args, &call_id, cancel, &quota).await,
                 };
@@ -361,14 +361,13 @@ impl Host {
         (result, written)
     }
 
-    /// Run function `index` of a typed-export component in a fresh sandbox, as
+    /// Run function `index` of the typed-export component `plugin` in a fresh sandbox, as
     /// [`Self::run_wasm`] runs a listed tool: the arguments converted to its values
     /// (`invalid_args`), the result rendered (a `result`'s error is `tool_error`), a
     /// typed value kept as the metadata's `result`.
     async fn run_typed(
         &self,
-        plugin: &Plugin,
-        index: usize,
+        (plugin, index): (&Plugin, usize),
         tool: &ToolSpec,
         args: &Value,
         call_id: &str,
