@@ -31,7 +31,7 @@ impl std::fmt::Debug for BearerToken {
 
 impl BearerToken {
     /// A token from its text (surrounding whitespace trimmed): at least
-    /// [`MIN_TOKEN_BYTES`] visible ASCII bytes.
+    /// `MIN_TOKEN_BYTES` (16) visible ASCII bytes.
     pub fn new(text: &str) -> Result<Self, HttpError> {
         let text = text.trim();
         if text.len() < MIN_TOKEN_BYTES {
