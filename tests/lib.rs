@@ -44,7 +44,7 @@ pub const FS_TOOLS: [&str; 9] = [
 ];
 
 /// The hostile plugin's tools, in its own order.
-pub const HOSTILE_TOOLS: [&str; 19] = [
+pub const HOSTILE_TOOLS: [&str; 20] = [
     "noop",
     "spin",
     "slow",
@@ -60,6 +60,7 @@ pub const HOSTILE_TOOLS: [&str; 19] = [
     "env",
     "echo",
     "tamper",
+    "fill",
     "huge_error",
     "huge_display",
     "huge_metadata",
