@@ -13,7 +13,7 @@
 //! | group | host-made | tool-made |
 //! | --- | --- | --- |
 //! | the call | [`UNKNOWN_TOOL`], [`INVALID_ARGS`] (the schema), [`CANCELLED`], [`TIMEOUT`], [`FUEL_EXHAUSTED`], [`MEMORY_LIMIT`], [`OUTPUT_LIMIT`], [`TRAP`], [`BAD_OUTPUT`], [`HOST_ERROR`], [`PERMISSION_DENIED`], [`JOURNAL_FAILED`], [`WRITE_QUOTA`] | [`INVALID_ARGS`] (well-typed but unusable arguments), [`TOOL_ERROR`] (a typed-export function's `result` error) |
-//! | the host's native tools | [`OUTPUT_NOT_FOUND`] (`read_output`), [`RUN_TESTS_BUSY`], [`TESTS_FAILED`] (`run_tests`) | — |
+//! | the host's native tools | [`OUTPUT_NOT_FOUND`], [`OUTPUT_STORE_UNAVAILABLE`] (`read_output`), [`RUN_TESTS_BUSY`], [`TESTS_FAILED`] (`run_tests`) | — |
 //! | loading a plugin (a load error, not a call's) | [`CAPABILITY_DENIED`], [`IDENTITY_MISMATCH`], [`TOOL_LIST_TOO_LARGE`], [`DUPLICATE_TOOL`] | — |
 //! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`], [`NO_SPACE`]; `read_file`: [`FILE_TOO_LARGE`] (an image over 5 MiB); `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`]; the changing tools: [`STALE_FILE`], [`IS_SYMLINK`], [`ALREADY_EXISTS`], [`ARTIFACT_NOT_FOUND`] |
 //! | the network (the pinned fetch) | [`BLOCKED_URL`], [`INVALID_URL`], [`HOST_NOT_ALLOWED`], [`METHOD_NOT_ALLOWED`], [`TOO_MANY_REDIRECTS`], [`TOO_LARGE`], [`TRANSPORT`], [`TIMEOUT`] (a `fetch-error` case the SDK names) | [`INVALID_URL`], [`METHOD_NOT_ALLOWED`] (checked before sending), [`UNSUPPORTED_CONTENT_TYPE`], [`INVALID_SEARCH_URL`]; the web tools' `http_<status>` (`http_404`, …), made at run time and not in [`ALL`] |
@@ -56,6 +56,8 @@ pub const WRITE_QUOTA: &str = "write_quota";
 
 /// `read_output` has no stored output for that call id and part (never kept, or evicted): re-run the call.
 pub const OUTPUT_NOT_FOUND: &str = "output_not_found";
+/// `read_output` could not ask the output store (a shared store that went away): the output may still be there; try again.
+pub const OUTPUT_STORE_UNAVAILABLE: &str = "output_store_unavailable";
 /// `run_tests` is already running on this host: wait for it to finish.
 pub const RUN_TESTS_BUSY: &str = "run_tests_busy";
 /// `run_tests` ran and the tests failed: the message keeps the log's tail.
@@ -174,6 +176,7 @@ pub const ALL: &[&str] = &[
     JOURNAL_FAILED,
     TOOL_ERROR,
     OUTPUT_NOT_FOUND,
+    OUTPUT_STORE_UNAVAILABLE,
     RUN_TESTS_BUSY,
     TESTS_FAILED,
     CAPABILITY_DENIED,

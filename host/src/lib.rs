@@ -65,7 +65,10 @@ pub use load::plugin::Plugin;
 pub use load::registry::{NATIVE_SOURCE, Registry, Tool};
 pub use load::spec::{ToolDefinition, ToolSpec};
 pub use load::typed::Skipped;
-pub use output::{IMAGE_KEY, Image, MAX_IMAGE_BYTES, Omitted, OutputStore, Part, READ_OUTPUT};
+pub use output::{
+    DEFAULT_REDIS_EXPIRY, IMAGE_KEY, Image, MAX_IMAGE_BYTES, Omitted, OutputStore, Part, READ_OUTPUT,
+    StoreError, Stored,
+};
 pub use policy::grants::{FsGrant, GrantSource, PluginGrants, Sockets};
 pub use policy::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, Redactor};
 pub use protect::hostfs;

@@ -287,7 +287,8 @@ async fn a_hundred_megabyte_error_message_is_cut_kept_and_read_back() {
         text.contains(r#"call read_output with {"call_id": "err-1", "part": "error", "offset": "#),
         "{text}"
     );
-    let full = host.outputs().get_part("err-1", toolhost::Part::Error).expect("the whole message is kept");
+    let full =
+        host.outputs().get_part("err-1", toolhost::Part::Error).await.expect("the whole message is kept");
     assert!(full.len() >= 100 * MIB, "{}", full.len());
     // The middle, through read_output: a window and a pattern.
     let window =
@@ -388,7 +389,7 @@ async fn a_fifty_million_element_metadata_array_is_not_parsed() {
     let stand_in = r.metadata.as_ref().unwrap();
     assert_eq!(stand_in["bytes"], 2 * n + 1);
     assert_eq!(stand_in["read_output"]["part"], "metadata");
-    let kept = host.outputs().get_part("arr-1", toolhost::Part::Metadata).unwrap();
+    let kept = host.outputs().get_part("arr-1", toolhost::Part::Metadata).await.unwrap();
     assert_eq!(kept.len(), 2 * n + 1);
     assert!(kept.starts_with("[0,0,") && kept.ends_with(",0]"));
     still_serves(&host).await;
@@ -426,7 +427,7 @@ async fn metadata_over_its_bound_under_the_default_limits_gets_a_stand_in() {
     let r = call_id(&host, "meta-2", "huge_metadata", json!({"bytes": MIB})).await;
     assert!(r.ok, "{:?}", r.error);
     assert_eq!(r.metadata.as_ref().unwrap()["kept"], true);
-    let kept = host.outputs().get_part("meta-2", toolhost::Part::Metadata).unwrap();
+    let kept = host.outputs().get_part("meta-2", toolhost::Part::Metadata).await.unwrap();
     assert_eq!(kept.len(), MIB + r#"{"text":""}"#.len());
     // Just within the bound it is returned whole.
     let r = call(&host, "huge_metadata", json!({"bytes": 60_000})).await;
@@ -480,7 +481,7 @@ async fn read_output_replies_stay_within_the_clamp_and_give_back_the_whole_text(
             next => (offset, column) = (next["offset"].as_u64().unwrap(), next["column"].as_u64().unwrap()),
         }
     }
-    let kept = host.outputs().get_part("meta-3", toolhost::Part::Metadata).unwrap();
+    let kept = host.outputs().get_part("meta-3", toolhost::Part::Metadata).await.unwrap();
     assert_eq!(whole, *kept);
     assert!(pieces >= 7, "{pieces} pieces");
 }
@@ -518,7 +519,7 @@ async fn host_made_errors_are_bounded() {
     let text = message(&r);
     assert!(text.len() < 31_000, "the message is {} bytes", text.len());
     assert!(text.contains(r#"{"call_id": "args-1", "part": "error""#), "{}", &text[..200]);
-    let kept = host.outputs().get_part("args-1", toolhost::Part::Error).unwrap();
+    let kept = host.outputs().get_part("args-1", toolhost::Part::Error).await.unwrap();
     assert!(kept.len() > 10 * MIB);
 
     let r = call(&host, "read_output", json!({"call_id": huge})).await;
@@ -554,7 +555,7 @@ async fn a_plugins_image_is_checked_and_bounded_on_its_own() {
     assert!(serialized.len() < 2_000, "the data is not serialized: {} bytes", serialized.len());
     let back = read_back(&host, json!({"call_id": "img-1"})).await;
     assert!(back.output.contains("bytes of metadata"), "{}", back.output);
-    assert!(host.outputs().get_part("img-1", toolhost::Part::Metadata).is_none());
+    assert!(host.outputs().get_part("img-1", toolhost::Part::Metadata).await.is_none());
 
     // At the bound it passes; one byte over is output_limit, with the limit named.
     let r = call(&host, "raw_metadata", json!({"shape": "image", "n": toolhost::MAX_IMAGE_BYTES})).await;

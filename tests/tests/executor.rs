@@ -167,7 +167,7 @@ async fn long_output_is_clamped_and_kept_whole_by_call_id() {
     let kept = r.output.lines().filter(|l| l.starts_with("line ")).count();
     assert_eq!(kept + omitted.lines, expected.lines().count());
 
-    let full = host.outputs().get("clamp-1").expect("the full output is kept");
+    let full = host.outputs().get("clamp-1").await.expect("the full output is kept");
     assert!(full.len() >= 200_000, "{}", full.len());
     assert_eq!(&*full, expected.as_str());
 
@@ -176,9 +176,9 @@ async fn long_output_is_clamped_and_kept_whole_by_call_id() {
     assert!(r.ok, "{:?}", r.error);
     assert_eq!(r.omitted, None);
     assert_eq!(r.output, big_output_text(100));
-    assert_eq!(host.outputs().get("short-1").as_deref(), Some(big_output_text(100).as_str()));
+    assert_eq!(host.outputs().get("short-1").await.as_deref(), Some(big_output_text(100).as_str()));
     // Nothing is stored for an id that never ran.
-    assert!(host.outputs().get("never-ran").is_none());
+    assert!(host.outputs().get("never-ran").await.is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

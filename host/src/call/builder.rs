@@ -54,6 +54,8 @@ pub struct HostBuilder {
     engine: EngineSettings,
     output_store_bytes: Option<usize>,
     output_store_dir: Option<PathBuf>,
+    output_store_redis: Option<String>,
+    output_store_expiry: Option<std::time::Duration>,
     network: NetworkSettings,
     env: Vec<(String, String, String)>,
     policy: Option<Policy>,
@@ -170,6 +172,22 @@ impl HostBuilder {
     /// Created 0700 when missing; protected from tools like the data dir.
     pub fn output_store_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.output_store_dir = Some(dir.into());
+        self.output_store_redis = None;
+        self
+    }
+
+    /// Keep full outputs in the Redis at `url` (`redis://[:PASSWORD@]HOST:PORT[/DB]`),
+    /// which hosts on other machines may share, instead of in memory or a
+    /// directory: [`HostBuilder::build`] fails when it does not answer.
+    pub fn output_store_redis(mut self, url: impl Into<String>) -> Self {
+        self.output_store_redis = Some(url.into());
+        self.output_store_dir = None;
+        self
+    }
+
+    /// How long a store in Redis keeps an output (default 1 hour).
+    pub fn output_store_expiry(mut self, expiry: std::time::Duration) -> Self {
+        self.output_store_expiry = Some(expiry);
         self
     }
 
@@ -264,10 +282,16 @@ impl HostBuilder {
         let exec = Arc::new(ExecRuntime::new(settings, work_dir.clone()));
 
         let store_bytes = self.output_store_bytes.unwrap_or(DEFAULT_OUTPUT_STORE_BYTES);
-        let outputs = Arc::new(match &self.output_store_dir {
-            None => OutputStore::new(store_bytes),
-            Some(dir) => OutputStore::on_disk(dir, store_bytes)
+        let outputs = Arc::new(match (&self.output_store_dir, &self.output_store_redis) {
+            (_, Some(url)) => {
+                let expiry = self.output_store_expiry.unwrap_or(crate::output::DEFAULT_REDIS_EXPIRY);
+                OutputStore::in_redis(url, store_bytes, crate::output::DISK_MAX_FILES, expiry)
+                    .await
+                    .map_err(|e| LoadError::OutputStore(e.to_string()))?
+            }
+            (Some(dir), None) => OutputStore::on_disk(dir, store_bytes)
                 .map_err(|e| LoadError::OutputStore(format!("{}: {e}", dir.display())))?,
+            (None, None) => OutputStore::new(store_bytes),
         });
         let mut registry = Registry::new();
         let mut loaded = Vec::new();

@@ -105,8 +105,14 @@ fn error_text<S: serde::Serializer>(error: &Option<CallError>, s: S) -> Result<S
 impl ToolResult {
     /// A failed result: `error`'s message kept in `host`'s output store and cut
     /// to `limits` (the one way a failed result is made).
-    fn failed(host: &Host, call_id: String, error: CallError, limits: &Limits, started: Instant) -> Self {
-        let error = bound_error(host.outputs(), &call_id, error, limits);
+    async fn failed(
+        host: &Host,
+        call_id: String,
+        error: CallError,
+        limits: &Limits,
+        started: Instant,
+    ) -> Self {
+        let error = bound_error(host.outputs(), &call_id, error, limits).await;
         Self {
             call_id,
             ok: false,
@@ -173,14 +179,14 @@ impl Host {
         let fail =
             |call_id: String, err: CallError| ToolResult::failed(self, call_id, err, host_limits, started);
         let Some(tool) = self.registry().get(&call.name) else {
-            return Err(fail(call_id, unknown_tool(&call.name)));
+            return Err(fail(call_id, unknown_tool(&call.name)).await);
         };
         if call.cancel.is_cancelled() {
-            return Err(fail(call_id, CallError::new(codes::CANCELLED, "")));
+            return Err(fail(call_id, CallError::new(codes::CANCELLED, "")).await);
         }
         let mut args = match tool.args().prepare(call.args) {
             Ok(args) => args,
-            Err(err) => return Err(fail(call_id, err)),
+            Err(err) => return Err(fail(call_id, err).await),
         };
         let mut pre = Pre::default();
         if !self.hooks.is_empty() {
@@ -194,7 +200,7 @@ impl Host {
             let mut note = PermissionNote::deny(reason.clone());
             note.hooks = pre.notes;
             let mut result =
-                fail(call_id, CallError::new(codes::PERMISSION_DENIED, reason)).with_permission(note);
+                fail(call_id, CallError::new(codes::PERMISSION_DENIED, reason)).await.with_permission(note);
             result.halt = pre.halt;
             result.append_context(&pre.context, &self.native_redactor);
             return Err(result);
@@ -207,7 +213,7 @@ impl Host {
             }
             Err((mut note, err)) => {
                 note.hooks = pre.notes;
-                return Err(fail(call_id, err).with_permission(note));
+                return Err(fail(call_id, err).await.with_permission(note));
             }
         };
         Ok(Admitted { call_id, tool, args, cancel: call.cancel, permission, context: pre.context, started })
@@ -232,6 +238,7 @@ impl Host {
             Ok(ticket) => ticket,
             Err(err) => {
                 let mut result = ToolResult::failed(self, call_id, err, self.limits(), started)
+                    .await
                     .with_permission(permission);
                 result.append_context(&context, &self.native_redactor);
                 return result;
@@ -332,16 +339,18 @@ impl Host {
                 (parts, plugin.limits(), Some(redactor))
             }
         };
-        let bounded = run.and_then(|parts| {
-            let size = parts.size();
-            if size > limits.output_bytes {
-                return Err(CallError::new(
-                    codes::OUTPUT_LIMIT,
-                    format!("the tool returned {size} bytes; the limit is {} bytes", limits.output_bytes),
-                ));
-            }
-            parts.bound(self.outputs(), &call_id, limits, redactor)
-        });
+        let bounded = match run {
+            Ok(parts) if parts.size() > limits.output_bytes => Err(CallError::new(
+                codes::OUTPUT_LIMIT,
+                format!(
+                    "the tool returned {} bytes; the limit is {} bytes",
+                    parts.size(),
+                    limits.output_bytes
+                ),
+            )),
+            Ok(parts) => parts.bound(self.outputs(), &call_id, limits, redactor).await,
+            Err(err) => Err(err),
+        };
         let result = match bounded {
             Ok(out) => ToolResult {
                 call_id,
@@ -356,7 +365,9 @@ impl Host {
                 halt: false,
                 duration: started.elapsed(),
             },
-            Err(err) => ToolResult::failed(self, call_id, err, limits, started).with_permission(permission),
+            Err(err) => {
+                ToolResult::failed(self, call_id, err, limits, started).await.with_permission(permission)
+            }
         };
         (result, written)
     }

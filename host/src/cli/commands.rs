@@ -140,10 +140,7 @@ pub(crate) async fn serve(args: &HostArgs, serve: &super::ServeArgs) -> anyhow::
     // Settings first: a bad flag or token file fails before plugins load.
     let http = serve.settings()?;
     // stdin is the protocol (or not a person's): nobody can be asked on it.
-    let mut builder = args.builder(false, true)?;
-    if let Some(dir) = serve.store_dir() {
-        builder = builder.output_store_dir(dir);
-    }
+    let builder = serve.store(args.builder(false, true)?)?;
     let host = std::sync::Arc::new(builder.build().await?);
     super::journal::warn_indeterminate(&host);
     let Some(settings) = http else {

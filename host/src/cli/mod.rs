@@ -189,15 +189,60 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", requires = "http")]
     max_connections: Option<usize>,
     /// Keep full outputs (what `read_output` reads) in this directory, which
-    /// several `serve` instances may share (default: `outputs` in the data dir).
-    #[arg(long, value_name = "DIR")]
-    store: Option<PathBuf>,
+    /// several `serve` instances on one machine may share, or in the Redis at
+    /// `redis://[:PASSWORD@]HOST:PORT[/DB]`, which instances on several machines
+    /// may share (default: `outputs` in the data dir).
+    #[arg(long, value_name = "DIR|redis://HOST:PORT", value_parser = StoreAt::parse)]
+    store: Option<StoreAt>,
+    /// Seconds a store in Redis keeps an output (default 3600).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=30 * 24 * 3600))]
+    store_expiry: Option<u64>,
+}
+
+/// Where `serve` keeps full outputs.
+#[derive(Debug, Clone)]
+pub(crate) enum StoreAt {
+    /// A directory.
+    Dir(PathBuf),
+    /// A Redis URL.
+    Redis(String),
+}
+
+impl StoreAt {
+    /// `redis://…` (or `rediss://…`) is a Redis; another `SCHEME://` is refused
+    /// (it is not a directory anyone meant); anything else is a directory.
+    fn parse(value: &str) -> Result<Self, String> {
+        match value.split_once("://") {
+            Some(("redis" | "rediss", _)) => Ok(Self::Redis(value.to_string())),
+            Some((scheme, _)) if !scheme.is_empty() && !scheme.contains('/') => Err(format!(
+                "{scheme}:// is not a store this host knows: give a directory or redis://HOST:PORT"
+            )),
+            _ if value.is_empty() => Err("give a directory or redis://HOST:PORT".into()),
+            _ => Ok(Self::Dir(PathBuf::from(value))),
+        }
+    }
 }
 
 impl ServeArgs {
     /// Where full outputs are kept: --store, else the data dir's `outputs`.
-    pub(crate) fn store_dir(&self) -> Option<PathBuf> {
-        self.store.clone().or_else(|| toolhost::default_data_dir().map(|d| d.join("outputs")))
+    pub(crate) fn store_at(&self) -> Option<StoreAt> {
+        self.store.clone().or_else(|| toolhost::default_data_dir().map(|d| StoreAt::Dir(d.join("outputs"))))
+    }
+
+    /// Set the output store on `builder` (--store, --store-expiry).
+    pub(crate) fn store(&self, builder: toolhost::HostBuilder) -> anyhow::Result<toolhost::HostBuilder> {
+        let builder = match self.store_at() {
+            None => builder,
+            Some(StoreAt::Dir(dir)) => builder.output_store_dir(dir),
+            Some(StoreAt::Redis(url)) => builder.output_store_redis(url),
+        };
+        Ok(match self.store_expiry {
+            Some(_) if !matches!(self.store, Some(StoreAt::Redis(_))) => {
+                anyhow::bail!("--store-expiry applies to a store in Redis (--store redis://HOST:PORT)")
+            }
+            Some(secs) => builder.output_store_expiry(std::time::Duration::from_secs(secs)),
+            None => builder,
+        })
     }
 
     /// The HTTP settings, when --http was given.

@@ -93,15 +93,20 @@ impl NativeTool for ReadOutput {
         args: Value,
         _call: NativeCall<'a>,
     ) -> BoxFuture<'a, Result<NativeOutput, CallError>> {
-        Box::pin(async move { self.read(args) })
+        Box::pin(self.read(args))
     }
 }
 
 impl ReadOutput {
-    fn read(&self, args: Value) -> Result<NativeOutput, CallError> {
+    async fn read(&self, args: Value) -> Result<NativeOutput, CallError> {
         let args: Args = super::parse_args(args)?;
-        let Some(full) = self.outputs.get_part(&args.call_id, args.part) else {
-            return Err(miss(&args.call_id, args.part));
+        let full = match self.outputs.fetch_part(&args.call_id, args.part).await {
+            Ok(Some(full)) => full,
+            Ok(None) => return Err(miss(&args.call_id, args.part)),
+            Err(error) => {
+                let message = format!("{error}; the output may still be there: try again shortly");
+                return Err(CallError::new(codes::OUTPUT_STORE_UNAVAILABLE, message));
+            }
         };
         let budget = self.clamp_bytes.saturating_sub(NOTE_ROOM).max(MIN_BUDGET);
         let (content, mut metadata) = match &args.pattern {

@@ -9,7 +9,7 @@
 
 use proptest::prelude::*;
 
-use super::{HEAD_SHARE, Part, clamp_part};
+use super::{HEAD_SHARE, Part, Stored, clamp_part};
 
 fn config(default: u32) -> ProptestConfig {
     match std::env::var_os("PROPTEST_CASES") {
@@ -32,7 +32,8 @@ proptest! {
 
     #[test]
     fn the_cut_adds_up_and_stays_in_budget(text in text(), budget in 0usize..600, kept in any::<bool>()) {
-        let (out, omitted) = clamp_part(&text, budget, "call-1", Part::Content, kept);
+        let stored = if kept { Stored::Kept } else { Stored::TooLarge };
+        let (out, omitted) = clamp_part(&text, budget, "call-1", Part::Content, &stored);
         let Some(omitted) = omitted else {
             prop_assert!(text.len() <= budget);
             prop_assert_eq!(out, text);

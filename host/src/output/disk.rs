@@ -22,6 +22,7 @@ use std::time::SystemTime;
 use sha2::{Digest, Sha256};
 
 use super::Part;
+use super::store::Stored;
 use crate::protect::hostfs;
 
 /// The prefix of temp files being written.
@@ -66,11 +67,11 @@ impl DiskStore {
         self.dir.join(format!("{}.{}", &digest[..40], part.as_str()))
     }
 
-    /// Keep `text` as `part` of `call_id`; false, keeping nothing, when it is
-    /// larger than the budget or cannot be written.
-    pub(crate) fn put(&self, call_id: &str, part: Part, text: &str) -> bool {
+    /// Keep `text` as `part` of `call_id`; nothing is kept when it is larger
+    /// than the budget or cannot be written.
+    pub(crate) fn put(&self, call_id: &str, part: Part, text: &str) -> Stored {
         if text.len() > self.max_bytes {
-            return false;
+            return Stored::TooLarge;
         }
         let written = (|| {
             let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(&self.dir)?;
@@ -80,10 +81,10 @@ impl DiskStore {
         })();
         if let Err(error) = written {
             tracing::warn!(%error, dir = %self.dir.display(), "could not store an output");
-            return false;
+            return Stored::Failed(format!("{}: {error}", self.dir.display()));
         }
         self.evict();
-        true
+        Stored::Kept
     }
 
     /// The text of `part` of `call_id`, if kept; a file that is not a regular
@@ -162,7 +163,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = DiskStore::open(&dir.path().join("outputs"), 1000, 100).unwrap();
         let b = DiskStore::open(&dir.path().join("outputs"), 1000, 100).unwrap();
-        assert!(a.put("call-1", Part::Content, "alpha"));
+        assert!(a.put("call-1", Part::Content, "alpha").is_kept());
         assert_eq!(b.get("call-1", Part::Content).as_deref(), Some("alpha"));
         assert_eq!(b.get("call-1", Part::Error), None);
         let path = a.path("call-1", Part::Content);
@@ -177,14 +178,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = DiskStore::open(dir.path(), 10, 3).unwrap();
         for (id, text) in [("a", "aaaa"), ("b", "bbbb"), ("c", "cccc")] {
-            assert!(store.put(id, Part::Content, text));
+            assert!(store.put(id, Part::Content, text).is_kept());
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         assert_eq!(store.get("a", Part::Content), None, "a was the oldest");
         assert_eq!(store.bytes(), 8);
-        assert!(!store.put("huge", Part::Content, &"x".repeat(11)));
+        assert_eq!(store.put("huge", Part::Content, &"x".repeat(11)), Stored::TooLarge);
         for id in ["d", "e"] {
-            assert!(store.put(id, Part::Content, "d"));
+            assert!(store.put(id, Part::Content, "d").is_kept());
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let kept = ["b", "c", "d", "e"].iter().filter(|id| store.get(id, Part::Content).is_some()).count();
@@ -203,7 +204,7 @@ mod tests {
         assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
         assert_eq!(store.get("fifo", Part::Content), None, "a FIFO never blocks a read");
         // The next write clears them; the secret stays.
-        assert!(store.put("x", Part::Content, "x"));
+        assert!(store.put("x", Part::Content, "x").is_kept());
         assert!(std::fs::symlink_metadata(store.path("linked", Part::Content)).is_err());
         assert!(std::fs::symlink_metadata(&fifo).is_err());
         assert_eq!(std::fs::read_to_string(&secret).unwrap(), "the secret");

@@ -13,11 +13,13 @@
 mod disk;
 mod image;
 mod parts;
+mod redis;
 mod store;
 
 pub use image::{IMAGE_KEY, Image, MAX_IMAGE_BYTES};
 pub(crate) use parts::{Metadata, Parts, bound_error};
-pub use store::OutputStore;
+pub(crate) use store::DISK_MAX_FILES;
+pub use store::{DEFAULT_REDIS_EXPIRY, OutputStore, StoreError, Stored};
 
 /// Name of the tool that reads back stored outputs (the marker of a cut names it).
 pub const READ_OUTPUT: &str = "read_output";
@@ -68,13 +70,13 @@ impl Part {
 /// Cut `text` to at most about `max_bytes`: a head and a tail,
 /// both ending and starting at line boundaries, with a marker naming what was
 /// left out, the call id the full text is kept under, the part unless it is the
-/// content, and saying so when the full text was too large to keep (`kept` false).
+/// content, or why the full text was not kept (`stored`).
 pub(crate) fn clamp_part(
     text: &str,
     max_bytes: usize,
     call_id: &str,
     part: Part,
-    kept: bool,
+    stored: &Stored,
 ) -> (String, Option<Omitted>) {
     if text.len() <= max_bytes {
         return (text.to_string(), None);
@@ -99,21 +101,29 @@ pub(crate) fn clamp_part(
         Part::Content => String::new(),
         other => format!("\"part\": \"{}\", ", other.as_str()),
     };
-    let marker = if kept {
-        format!(
+    let marker = match stored {
+        Stored::Kept => format!(
             "\n[... {} lines ({} bytes) omitted from the middle. To see them, call {READ_OUTPUT} with \
              {{\"call_id\": \"{call_id}\", {part_arg}\"offset\": {first_omitted}}} or with a \"pattern\" ...]\n",
             omitted.lines, omitted.bytes
-        )
-    } else {
-        format!(
+        ),
+        Stored::TooLarge => format!(
             "\n[... {} lines ({} bytes) omitted from the middle. The whole {} ({} bytes) was too large for \
              the output store and was not kept ...]\n",
             omitted.lines,
             omitted.bytes,
             part.as_str(),
             text.len()
-        )
+        ),
+        Stored::Failed(why) => format!(
+            "\n[... {} lines ({} bytes) omitted from the middle. The whole {} ({} bytes) could not be kept: \
+             {} ...]\n",
+            omitted.lines,
+            omitted.bytes,
+            part.as_str(),
+            text.len(),
+            why[..why.floor_char_boundary(300)].replace("...]", "..]")
+        ),
     };
     let mut out = String::with_capacity(head_end + marker.len() + text.len() - tail_start);
     out.push_str(&text[..head_end]);
@@ -125,7 +135,7 @@ pub(crate) fn clamp_part(
 #[cfg(test)]
 mod tests {
     fn clamp(text: &str, max_bytes: usize, call_id: &str) -> (String, Option<Omitted>) {
-        clamp_part(text, max_bytes, call_id, Part::Content, true)
+        clamp_part(text, max_bytes, call_id, Part::Content, &Stored::Kept)
     }
 
     use super::*;
@@ -163,15 +173,22 @@ mod tests {
     #[test]
     fn a_part_marker_names_the_part_or_says_it_was_not_kept() {
         let text: String = (0..1000).map(|i| format!("e{i}\n")).collect();
-        let (out, _) = clamp_part(&text, 500, "c9", Part::Error, true);
+        let (out, _) = clamp_part(&text, 500, "c9", Part::Error, &Stored::Kept);
         assert!(
             out.contains(r#"call read_output with {"call_id": "c9", "part": "error", "offset": "#),
             "{out}"
         );
-        let (out, _) = clamp_part(&text, 500, "c9", Part::Display, false);
+        let (out, _) = clamp_part(&text, 500, "c9", Part::Display, &Stored::TooLarge);
         assert!(out.contains("The whole display (4890 bytes) was too large for the output store"), "{out}");
         assert!(!out.contains("read_output"), "{out}");
         assert!(out.len() < 700);
+        let gone = Stored::Failed("the output store at redis://127.0.0.1:1 is unreachable: refused".into());
+        let (out, _) = clamp_part(&text, 500, "c9", Part::Content, &gone);
+        assert!(
+            out.contains("The whole content (4890 bytes) could not be kept: the output store at redis://"),
+            "{out}"
+        );
+        assert!(!out.contains("read_output"), "{out}");
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Image, Omitted, OutputStore, Part, clamp_part};
+use super::{Image, Omitted, OutputStore, Part, Stored, clamp_part};
 use crate::error::{CallError, codes};
 use crate::limits::{Limits, json_nesting_exceeds};
 use crate::policy::Redactor;
@@ -60,7 +60,7 @@ impl Parts {
     /// not get them whole. Fails only when metadata within the bounds is not
     /// JSON (`bad_output`); `redactor` redacts the metadata (parsed, or as text
     /// when it is kept unparsed).
-    pub(crate) fn bound(
+    pub(crate) async fn bound(
         self,
         store: &OutputStore,
         call_id: &str,
@@ -72,16 +72,21 @@ impl Parts {
             Some(Metadata::Value(value)) => (Some(value), None),
             Some(Metadata::Text(text)) => {
                 let (rest, image) = super::image::lift(text, limits)?;
-                let rest =
-                    rest.map(|text| bound_metadata(store, call_id, text, limits, redactor)).transpose()?;
+                let rest = match rest {
+                    Some(text) => Some(bound_metadata(store, call_id, text, limits, redactor).await?),
+                    None => None,
+                };
                 (rest, image)
             }
         };
         let (output, omitted) =
-            keep_and_clamp(store, call_id, Part::Content, self.content, limits.clamp_bytes, true);
-        let display = self
-            .display
-            .map(|text| keep_and_clamp(store, call_id, Part::Display, text, limits.display_bytes, false).0);
+            keep_and_clamp(store, call_id, Part::Content, self.content, limits.clamp_bytes, true).await;
+        let display = match self.display {
+            Some(text) => {
+                Some(keep_and_clamp(store, call_id, Part::Display, text, limits.display_bytes, false).await.0)
+            }
+            None => None,
+        };
         Ok(Bounded { output, omitted, display, metadata, image })
     }
 }
@@ -90,7 +95,7 @@ impl Parts {
 /// with spaces or control characters, becomes `bad_output`; a message over
 /// [`Limits::clamp_bytes`] is kept whole as the `error` part and cut. Every
 /// failed result is built through this, so no path returns an unbounded error.
-pub(crate) fn bound_error(
+pub(crate) async fn bound_error(
     store: &OutputStore,
     call_id: &str,
     mut err: CallError,
@@ -109,7 +114,7 @@ pub(crate) fn bound_error(
     }
     if err.message.len() > limits.clamp_bytes {
         let message = std::mem::take(&mut err.message);
-        err.message = keep_and_clamp(store, call_id, Part::Error, message, limits.clamp_bytes, false).0;
+        err.message = keep_and_clamp(store, call_id, Part::Error, message, limits.clamp_bytes, false).await.0;
     }
     err
 }
@@ -117,7 +122,7 @@ pub(crate) fn bound_error(
 /// Keep `text` as `part` of `call_id` (always when `always`, else only when it
 /// is over `max_bytes`), then cut it to `max_bytes` with a marker saying where
 /// the whole is, or that it was too large to keep.
-fn keep_and_clamp(
+async fn keep_and_clamp(
     store: &OutputStore,
     call_id: &str,
     part: Part,
@@ -129,17 +134,17 @@ fn keep_and_clamp(
         return (text, None);
     }
     if text.len() > store.max_bytes() {
-        return clamp_part(&text, max_bytes, call_id, part, false);
+        return clamp_part(&text, max_bytes, call_id, part, &Stored::TooLarge);
     }
     let text: Arc<str> = text.into();
-    let kept = store.put_part(call_id, part, text.clone());
-    clamp_part(&text, max_bytes, call_id, part, kept)
+    let stored = store.put_part(call_id, part, text.clone()).await;
+    clamp_part(&text, max_bytes, call_id, part, &stored)
 }
 
 /// The metadata text of `call_id` as JSON, when within the bounds; else kept as
 /// (redacted) text and replaced by a stand-in naming its size, why it was not
 /// parsed, and where it is kept.
-fn bound_metadata(
+async fn bound_metadata(
     store: &OutputStore,
     call_id: &str,
     mut text: String,
@@ -169,9 +174,12 @@ fn bound_metadata(
     {
         text = redacted;
     }
-    let kept = text.len() <= store.max_bytes() && store.put_part(call_id, Part::Metadata, text.into());
-    let mut stand_in = json!({"omitted": true, "bytes": bytes, "reason": why, "kept": kept});
-    if kept {
+    let stored = store.put_part(call_id, Part::Metadata, text.into()).await;
+    let mut stand_in = json!({"omitted": true, "bytes": bytes, "reason": why, "kept": stored.is_kept()});
+    if let Stored::Failed(why) = &stored {
+        stand_in["not_kept"] = json!(why);
+    }
+    if stored.is_kept() {
         stand_in["read_output"] = json!({"call_id": call_id, "part": Part::Metadata.as_str()});
     }
     Ok(stand_in)
@@ -199,70 +207,74 @@ mod tests {
         }
     }
 
-    #[test]
-    fn small_parts_pass_whole_and_only_the_content_is_kept() {
+    #[tokio::test]
+    async fn small_parts_pass_whole_and_only_the_content_is_kept() {
         let store = OutputStore::new(1 << 20);
-        let out =
-            parts("hi", Some("shown"), Some(r#"{"a": [1]}"#)).bound(&store, "c", &limits(), None).unwrap();
+        let out = parts("hi", Some("shown"), Some(r#"{"a": [1]}"#))
+            .bound(&store, "c", &limits(), None)
+            .await
+            .unwrap();
         assert_eq!((out.output.as_str(), out.display.as_deref()), ("hi", Some("shown")));
         assert_eq!(out.metadata, Some(json!({"a": [1]})));
-        assert_eq!(store.get("c").as_deref(), Some("hi"));
-        assert_eq!(store.get_part("c", Part::Display), None);
-        assert_eq!(store.get_part("c", Part::Metadata), None);
+        assert_eq!(store.get("c").await.as_deref(), Some("hi"));
+        assert_eq!(store.get_part("c", Part::Display).await, None);
+        assert_eq!(store.get_part("c", Part::Metadata).await, None);
     }
 
-    #[test]
-    fn long_display_and_metadata_are_kept_and_replaced() {
+    #[tokio::test]
+    async fn long_display_and_metadata_are_kept_and_replaced() {
         let store = OutputStore::new(1 << 20);
         let display: String = (0..100).map(|i| format!("d{i}\n")).collect();
         let metadata = format!(r#"{{"k": "{}"}}"#, "v".repeat(100));
         let redactor = Redactor::new(&[("TOKEN".into(), "vvvvvvvvvv".into())]);
         let out = parts("x", Some(&display), Some(&metadata))
             .bound(&store, "c", &limits(), Some(&redactor))
+            .await
             .unwrap();
         let shown = out.display.unwrap();
         assert!(shown.len() < 400 && shown.contains(r#""part": "display""#), "{shown}");
-        assert_eq!(store.get_part("c", Part::Display).as_deref(), Some(display.as_str()));
+        assert_eq!(store.get_part("c", Part::Display).await.as_deref(), Some(display.as_str()));
         let stand_in = out.metadata.unwrap();
         assert_eq!(stand_in["bytes"], metadata.len());
         assert_eq!(stand_in["read_output"], json!({"call_id": "c", "part": "metadata"}));
-        let kept = store.get_part("c", Part::Metadata).unwrap();
+        let kept = store.get_part("c", Part::Metadata).await.unwrap();
         assert!(kept.contains("[REDACTED]") && !kept.contains("vvvvvvvvvv"), "{kept}");
     }
 
-    #[test]
-    fn deep_metadata_is_not_parsed_and_bad_json_is_bad_output() {
+    #[tokio::test]
+    async fn deep_metadata_is_not_parsed_and_bad_json_is_bad_output() {
         let store = OutputStore::new(1 << 20);
-        let out = parts("", None, Some("[[[[1]]]]")).bound(&store, "c", &limits(), None).unwrap();
+        let out = parts("", None, Some("[[[[1]]]]")).bound(&store, "c", &limits(), None).await.unwrap();
         let reason = out.metadata.unwrap()["reason"].as_str().unwrap().to_string();
         assert!(reason.contains("deeper than 3 levels"), "{reason}");
-        let err = parts("", None, Some("{nope")).bound(&store, "d", &limits(), None).err().unwrap();
+        let err = parts("", None, Some("{nope")).bound(&store, "d", &limits(), None).await.err().unwrap();
         assert_eq!(err.code, codes::BAD_OUTPUT);
     }
 
-    #[test]
-    fn a_part_too_large_for_the_store_says_so() {
+    #[tokio::test]
+    async fn a_part_too_large_for_the_store_says_so() {
         let store = OutputStore::new(150);
-        let out =
-            parts("", None, Some(&format!("[{}0]", "0,".repeat(100)))).bound(&store, "c", &limits(), None);
+        let out = parts("", None, Some(&format!("[{}0]", "0,".repeat(100))))
+            .bound(&store, "c", &limits(), None)
+            .await;
         assert_eq!(out.unwrap().metadata.unwrap()["kept"], false);
-        let err = bound_error(&store, "c", CallError::new("boom", "e\n".repeat(100)), &limits());
+        let err = bound_error(&store, "c", CallError::new("boom", "e\n".repeat(100)), &limits()).await;
         assert!(err.message.contains("too large for the output store"), "{}", err.message);
-        assert!(store.get_part("c", Part::Error).is_none());
+        assert!(store.get_part("c", Part::Error).await.is_none());
     }
 
-    #[test]
-    fn errors_are_kept_and_cut_and_bad_codes_refused() {
+    #[tokio::test]
+    async fn errors_are_kept_and_cut_and_bad_codes_refused() {
         let store = OutputStore::new(1 << 20);
         let message = "m\n".repeat(1000);
-        let err = bound_error(&store, "c", CallError::new("boom", message.clone()), &limits());
+        let err = bound_error(&store, "c", CallError::new("boom", message.clone()), &limits()).await;
         assert_eq!(err.code, "boom");
         assert!(err.message.len() < 400 && err.message.contains(r#""part": "error""#), "{}", err.message);
-        assert_eq!(store.get_part("c", Part::Error).as_deref(), Some(message.as_str()));
-        let short = bound_error(&store, "d", CallError::new("boom", "short"), &limits());
+        assert_eq!(store.get_part("c", Part::Error).await.as_deref(), Some(message.as_str()));
+        let short = bound_error(&store, "d", CallError::new("boom", "short"), &limits()).await;
         assert_eq!(short, CallError::new("boom", "short"));
         for code in ["x".repeat(1 << 20), "two words".into(), "nl\n".into()] {
-            let err = bound_error(&store, "e", CallError::new(code, "why"), &Limits::default());
+            let err = bound_error(&store, "e", CallError::new(code, "why"), &Limits::default()).await;
             assert_eq!(err.code, codes::BAD_OUTPUT);
             assert!(err.message.contains("invalid error code") && err.message.len() < 250, "{}", err.message);
         }

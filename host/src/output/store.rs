@@ -1,21 +1,27 @@
 //! [`OutputStore`]: the full text of every part of recent calls' results, by
-//! call id and part, within a byte budget: in this process's memory, or in a
-//! directory several processes share (`super::disk`).
+//! call id and part, within a byte budget: in this process's memory, in a
+//! directory several processes share (`super::disk`), or in a Redis several
+//! machines share (`super::redis`).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use lru::LruCache;
 
 use super::Part;
 use super::disk::DiskStore;
+use super::redis::RedisStore;
 
-/// Files a store on disk keeps at most.
+/// Files a store on disk keeps at most (and entries a store in Redis).
 pub(crate) const DISK_MAX_FILES: usize = 4096;
 
-/// Full texts by call id and [`Part`], least recently used (on disk: oldest)
-/// dropped first once the total passes a byte budget. A miss is normal
-/// (evicted or never stored).
+/// How long a store in Redis keeps an output by default.
+pub const DEFAULT_REDIS_EXPIRY: Duration = Duration::from_secs(3600);
+
+/// Full texts by call id and [`Part`], least recently used (on disk and in
+/// Redis: oldest) dropped first once the total passes a byte budget. A miss is
+/// normal (evicted, expired or never stored).
 pub struct OutputStore {
     backend: Backend,
     max_bytes: usize,
@@ -24,11 +30,53 @@ pub struct OutputStore {
 enum Backend {
     Memory(Mutex<Inner>),
     Disk(DiskStore),
+    Redis(RedisStore),
 }
 
 struct Inner {
     entries: LruCache<(String, Part), Arc<str>>,
     bytes: usize,
+}
+
+/// Whether a part's full text was kept, and if not, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stored {
+    /// Kept: `read_output` can read it.
+    Kept,
+    /// Larger than the whole budget: not kept.
+    TooLarge,
+    /// The store failed (a Redis that went away, a full disk): the reason.
+    Failed(String),
+}
+
+impl Stored {
+    /// Whether the text was kept.
+    pub fn is_kept(&self) -> bool {
+        matches!(self, Stored::Kept)
+    }
+}
+
+/// A store that could not be opened or reached.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The store's URL is not one this host can use.
+    #[error("{url} is not a usable output store URL: {why}")]
+    BadUrl {
+        /// The URL, without a password.
+        url: String,
+        /// Why.
+        why: String,
+    },
+    /// The store did not answer, or answered with an error.
+    #[error("the output store at {store} is unreachable: {why}")]
+    Unreachable {
+        /// Which store (a URL without a password).
+        store: String,
+        /// What failed.
+        why: String,
+    },
 }
 
 impl OutputStore {
@@ -45,11 +93,36 @@ impl OutputStore {
         Ok(Self { backend: Backend::Disk(DiskStore::open(dir, max_bytes, DISK_MAX_FILES)?), max_bytes })
     }
 
+    /// A store in the Redis at `url` (`redis://[:PASSWORD@]HOST:PORT[/DB]`),
+    /// which host processes on several machines may share: at most
+    /// `max_bytes` and `max_entries` (the host uses 4096), each kept at most
+    /// `expiry`. Fails when the URL is unfit or Redis does not answer a `PING`
+    /// within 5 s.
+    pub async fn in_redis(
+        url: &str,
+        max_bytes: usize,
+        max_entries: usize,
+        expiry: Duration,
+    ) -> Result<Self, StoreError> {
+        let redis = RedisStore::connect(url, max_bytes, max_entries, expiry).await?;
+        Ok(Self { backend: Backend::Redis(redis), max_bytes })
+    }
+
     /// The directory of a store on disk.
     pub fn dir(&self) -> Option<&Path> {
         match &self.backend {
-            Backend::Memory(_) => None,
             Backend::Disk(disk) => Some(disk.dir()),
+            _ => None,
+        }
+    }
+
+    /// Where the store is, for messages: `memory`, the directory, or the
+    /// Redis URL without its password.
+    pub fn location(&self) -> String {
+        match &self.backend {
+            Backend::Memory(_) => "memory".into(),
+            Backend::Disk(disk) => disk.dir().display().to_string(),
+            Backend::Redis(redis) => redis.url().to_string(),
         }
     }
 
@@ -60,20 +133,29 @@ impl OutputStore {
 
     /// Keep the content `output` of `call_id` (replacing an earlier one). An
     /// output larger than the whole budget is not kept.
-    pub fn put(&self, call_id: &str, output: Arc<str>) {
-        self.put_part(call_id, Part::Content, output);
+    pub async fn put(&self, call_id: &str, output: Arc<str>) -> Stored {
+        self.put_part(call_id, Part::Content, output).await
     }
 
     /// Keep the full text of `part` of `call_id`'s result (replacing an earlier
-    /// one). Returns false, keeping nothing, when it is larger than the whole
-    /// budget.
-    pub fn put_part(&self, call_id: &str, part: Part, text: Arc<str>) -> bool {
+    /// one). Nothing is kept when it is larger than the whole budget or the
+    /// store fails; the answer says which.
+    pub async fn put_part(&self, call_id: &str, part: Part, text: Arc<str>) -> Stored {
         if text.len() > self.max_bytes {
-            return false;
+            return Stored::TooLarge;
         }
         let inner = match &self.backend {
             Backend::Memory(inner) => inner,
             Backend::Disk(disk) => return disk.put(call_id, part, &text),
+            Backend::Redis(redis) => {
+                return match redis.put(call_id, part, &text).await {
+                    Ok(()) => Stored::Kept,
+                    Err(error) => {
+                        tracing::warn!(%error, "could not store an output");
+                        Stored::Failed(error.to_string())
+                    }
+                };
+            }
         };
         let mut inner = inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.bytes += text.len();
@@ -86,29 +168,45 @@ impl OutputStore {
                 None => break,
             }
         }
-        true
+        Stored::Kept
     }
 
-    /// The full content of `call_id`, if still kept.
-    pub fn get(&self, call_id: &str) -> Option<Arc<str>> {
-        self.get_part(call_id, Part::Content)
+    /// The full content of `call_id`, if still kept (a failing store is a miss, logged).
+    pub async fn get(&self, call_id: &str) -> Option<Arc<str>> {
+        self.get_part(call_id, Part::Content).await
     }
 
-    /// The full text of `part` of `call_id`'s result, if kept and not evicted.
-    pub fn get_part(&self, call_id: &str, part: Part) -> Option<Arc<str>> {
+    /// The full text of `part` of `call_id`'s result, if kept and not evicted
+    /// (a failing store is a miss, logged; [`OutputStore::fetch_part`] tells them apart).
+    pub async fn get_part(&self, call_id: &str, part: Part) -> Option<Arc<str>> {
+        match self.fetch_part(call_id, part).await {
+            Ok(text) => text,
+            Err(error) => {
+                tracing::warn!(%error, "could not read a stored output");
+                None
+            }
+        }
+    }
+
+    /// The full text of `part` of `call_id`'s result: `Ok(None)` when it is
+    /// not kept (evicted, expired, never stored), an error when the store
+    /// could not be asked.
+    pub async fn fetch_part(&self, call_id: &str, part: Part) -> Result<Option<Arc<str>>, StoreError> {
         let inner = match &self.backend {
             Backend::Memory(inner) => inner,
-            Backend::Disk(disk) => return disk.get(call_id, part),
+            Backend::Disk(disk) => return Ok(disk.get(call_id, part)),
+            Backend::Redis(redis) => return redis.get(call_id, part).await,
         };
         let mut inner = inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.entries.get(&(call_id.to_string(), part)).cloned()
+        Ok(inner.entries.get(&(call_id.to_string(), part)).cloned())
     }
 
     /// Bytes currently kept.
-    pub fn bytes(&self) -> usize {
+    pub async fn bytes(&self) -> Result<usize, StoreError> {
         match &self.backend {
-            Backend::Memory(inner) => inner.lock().unwrap_or_else(|p| p.into_inner()).bytes,
-            Backend::Disk(disk) => disk.bytes(),
+            Backend::Memory(inner) => Ok(inner.lock().unwrap_or_else(|p| p.into_inner()).bytes),
+            Backend::Disk(disk) => Ok(disk.bytes()),
+            Backend::Redis(redis) => redis.bytes().await,
         }
     }
 }
@@ -117,35 +215,35 @@ impl OutputStore {
 mod tests {
     use super::*;
 
-    #[test]
-    fn store_evicts_least_recently_used_by_bytes() {
+    #[tokio::test]
+    async fn store_evicts_least_recently_used_by_bytes() {
         let store = OutputStore::new(10);
-        store.put("a", "aaaa".into());
-        store.put("b", "bbbb".into());
-        assert!(store.get("a").is_some()); // a is now the most recent
-        store.put("c", "cccc".into());
-        assert!(store.get("b").is_none());
-        assert_eq!(store.get("a").as_deref(), Some("aaaa"));
-        assert_eq!(store.bytes(), 8);
-        store.put("huge", "x".repeat(11).into());
-        assert!(store.get("huge").is_none());
+        store.put("a", "aaaa".into()).await;
+        store.put("b", "bbbb".into()).await;
+        assert!(store.get("a").await.is_some()); // a is now the most recent
+        store.put("c", "cccc".into()).await;
+        assert!(store.get("b").await.is_none());
+        assert_eq!(store.get("a").await.as_deref(), Some("aaaa"));
+        assert_eq!(store.bytes().await.unwrap(), 8);
+        assert_eq!(store.put("huge", "x".repeat(11).into()).await, Stored::TooLarge);
+        assert!(store.get("huge").await.is_none());
     }
 
-    #[test]
-    fn parts_are_kept_apart_and_share_the_budget() {
+    #[tokio::test]
+    async fn parts_are_kept_apart_and_share_the_budget() {
         let store = OutputStore::new(10);
-        assert!(store.put_part("a", Part::Error, "eee".into()));
-        assert!(store.put_part("a", Part::Metadata, "mmm".into()));
-        store.put("a", "ccc".into());
-        assert_eq!(store.get_part("a", Part::Error).as_deref(), Some("eee"));
-        assert_eq!(store.get_part("a", Part::Metadata).as_deref(), Some("mmm"));
-        assert_eq!(store.get("a").as_deref(), Some("ccc"));
-        assert_eq!(store.get_part("a", Part::Display), None);
-        assert_eq!(store.bytes(), 9);
-        assert!(!store.put_part("b", Part::Display, "x".repeat(11).into()));
-        assert!(store.put_part("b", Part::Display, "dd".into()));
+        assert!(store.put_part("a", Part::Error, "eee".into()).await.is_kept());
+        assert!(store.put_part("a", Part::Metadata, "mmm".into()).await.is_kept());
+        store.put("a", "ccc".into()).await;
+        assert_eq!(store.get_part("a", Part::Error).await.as_deref(), Some("eee"));
+        assert_eq!(store.get_part("a", Part::Metadata).await.as_deref(), Some("mmm"));
+        assert_eq!(store.get("a").await.as_deref(), Some("ccc"));
+        assert_eq!(store.get_part("a", Part::Display).await, None);
+        assert_eq!(store.bytes().await.unwrap(), 9);
+        assert!(!store.put_part("b", Part::Display, "x".repeat(11).into()).await.is_kept());
+        assert!(store.put_part("b", Part::Display, "dd".into()).await.is_kept());
         // The error was the least recently used.
-        assert_eq!(store.get_part("a", Part::Error), None);
-        assert_eq!(store.bytes(), 8);
+        assert_eq!(store.get_part("a", Part::Error).await, None);
+        assert_eq!(store.bytes().await.unwrap(), 8);
     }
 }
