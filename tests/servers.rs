@@ -181,11 +181,17 @@ pub struct Haproxy {
 }
 
 impl Haproxy {
-    /// Write its config and start it (fails the test when `haproxy` is not installed).
-    pub async fn start(backends: &[SocketAddr]) -> Self {
+    /// A free loopback address for it: the instances behind it must know the
+    /// authority their clients reach them by (`--allow-authority`) before it starts.
+    pub fn address() -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], free_port()))
+    }
+
+    /// Write its config and start it on `addr` (fails the test when `haproxy`
+    /// is not installed).
+    pub async fn start(addr: SocketAddr, backends: &[SocketAddr]) -> Self {
         let program = require("haproxy", "apt-get install haproxy");
         let dir = tempfile::tempdir().expect("temp dir");
-        let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let servers: String = backends
             .iter()
             .enumerate()

@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|typed ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|scale|typed ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolhost::{EngineSettings, Host, HostPattern, Limits, NetworkSettings, ToolCall};
 use toolhost_tests::{EXEC_WASM, HOSTILE_WASM, NET_WASM, TEST_HOOK_WASM, TEST_TYPED_WASM, workspace_root};
+
+mod scale;
 
 fn main() {
     // `cargo bench` passes `--bench`; the rest names what to run (all if none).
@@ -68,6 +70,9 @@ fn main() {
         }
         if wants("serve") {
             serve().await;
+        }
+        if wants("scale") {
+            scale::scale().await;
         }
         if wants("typed") {
             typed().await;

@@ -176,6 +176,11 @@ pub(crate) struct ServeArgs {
     /// `https://app.example:443` (repeatable); any other Origin gets 403.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     allow_origins: Vec<String>,
+    /// An authority (`HOST:PORT`) clients reach this server by besides its own
+    /// address, such as the load balancer's in front of several instances
+    /// (repeatable); any other `Host` gets 403.
+    #[arg(long = "allow-authority", value_name = "HOST:PORT", requires = "http", value_parser = authority)]
+    allow_authorities: Vec<String>,
     /// The largest request body in bytes (413 beyond).
     #[arg(long, value_name = "BYTES", requires = "http")]
     max_body_bytes: Option<usize>,
@@ -197,6 +202,15 @@ pub(crate) struct ServeArgs {
     /// Seconds a store in Redis keeps an output (default 3600).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=30 * 24 * 3600))]
     store_expiry: Option<u64>,
+}
+
+/// `HOST:PORT` as a `Host` header carries it: a name or address and a port, nothing else.
+fn authority(value: &str) -> Result<String, String> {
+    let parsed = http::uri::Authority::try_from(value).map_err(|e| format!("{value:?}: {e}"))?;
+    if parsed.port_u16().is_none() || value.contains('@') || parsed.host().is_empty() {
+        return Err(format!("{value:?} is not HOST:PORT"));
+    }
+    Ok(parsed.as_str().to_ascii_lowercase())
 }
 
 /// Where `serve` keeps full outputs.
@@ -254,6 +268,7 @@ impl ServeArgs {
         }
         settings.allow_remote = self.allow_remote;
         settings.allow_origins = self.allow_origins.clone();
+        settings.allow_authorities = self.allow_authorities.clone();
         if let Some(n) = self.max_body_bytes {
             settings.max_body_bytes = n;
         }

@@ -66,6 +66,10 @@ pub struct HttpSettings {
     pub allow_remote: bool,
     /// Browser origins allowed besides the server's own (`https://app.example:443`).
     pub allow_origins: Vec<String>,
+    /// Authorities (`HOST:PORT`) clients may reach this server by besides its
+    /// own address, such as a load balancer's in front of several instances:
+    /// accepted in `Host`, and `http://HOST:PORT` as an `Origin`.
+    pub allow_authorities: Vec<String>,
     /// The largest request body (HTTP 413 beyond).
     pub max_body_bytes: usize,
     /// POSTs one client address may have in flight (HTTP 429 beyond).
@@ -85,6 +89,7 @@ impl HttpSettings {
             token: None,
             allow_remote: false,
             allow_origins: Vec::new(),
+            allow_authorities: Vec::new(),
             max_body_bytes: super::framing::MAX_LINE_BYTES,
             calls_per_client: 16,
             idle_timeout: Duration::from_secs(30),
@@ -240,13 +245,14 @@ fn rmcp_config(
     shutdown: CancellationToken,
 ) -> StreamableHttpServerConfig {
     let port = local.port();
-    let own: Vec<String> = if local.ip().is_loopback() {
+    let mut own: Vec<String> = if local.ip().is_loopback() {
         vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")]
     } else if local.ip().is_unspecified() {
         Vec::new()
     } else {
         vec![SocketAddr::new(local.ip(), port).to_string()]
     };
+    own.extend(settings.allow_authorities.iter().cloned());
     let origins = own
         .iter()
         .map(|authority| format!("http://{authority}"))
