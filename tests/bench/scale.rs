@@ -76,16 +76,23 @@ pub(crate) async fn scale() {
     let work = tempfile::tempdir().expect("tempdir");
     std::fs::write(work.path().join("small.txt"), "xxxxxxxxxxxxxxxxxxxx\n".repeat(48)).expect("write");
     let store = work.path().join(".outputs");
-    let balancer = Haproxy::address();
-    let authority = balancer.to_string();
-    let flags = ["--allow-authority", &authority, "--store", store.to_str().expect("utf-8")];
+    let (balancer, single) = (Haproxy::address(), Haproxy::address());
+    let (authority, single_authority) = (balancer.to_string(), single.to_string());
+    let flags = [
+        "--allow-authority",
+        &authority,
+        "--allow-authority",
+        &single_authority,
+        "--store",
+        store.to_str().expect("utf-8"),
+    ];
     let mut instances = Vec::new();
     for name in ["a", "b", "c"] {
         instances.push(Instance::start(name, work.path(), &flags).await);
     }
     let stdio = stdio_rate(work.path()).await;
     let direct = rate(&instances[0].url()).await;
-    let one = Haproxy::start(Haproxy::address(), &[instances[0].addr]).await;
+    let one = Haproxy::start(single, &[instances[0].addr]).await;
     let one_rate = rate(&one.url()).await;
     drop(one);
     let addrs: Vec<SocketAddr> = instances.iter().map(|i| i.addr).collect();

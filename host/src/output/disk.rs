@@ -9,14 +9,18 @@
 //! - Reads go through [`hostfs::read_text`]: a symlink, FIFO or device planted
 //!   at a name is refused (never followed, never blocks); so is a file larger
 //!   than the budget.
-//! - Bounded: after each write the oldest files go until the directory holds at
-//!   most `max_bytes` and `max_files`; anything that is not a regular file is
-//!   removed then too (unlinking a symlink leaves its target alone).
+//! - Bounded: the oldest files go until the directory holds at most
+//!   `max_bytes` and `max_files`; anything that is not a regular file is
+//!   removed then too (unlinking a symlink leaves its target alone). Listing
+//!   the directory costs a `stat` per file, so a process does it after every
+//!   1/64 of either budget it writes (and on its first write): each instance
+//!   may overshoot by that much before its next pass.
 
 use std::io::{self, Write as _};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
@@ -33,6 +37,10 @@ pub(crate) struct DiskStore {
     dir: PathBuf,
     max_bytes: usize,
     max_files: usize,
+    /// Files and bytes this process wrote since its last eviction pass
+    /// (files starts at the threshold: the first write makes a pass).
+    written_files: AtomicUsize,
+    written_bytes: AtomicUsize,
 }
 
 impl DiskStore {
@@ -54,7 +62,14 @@ impl DiskStore {
                 meta.permissions().mode() & 0o777
             )));
         }
-        Ok(Self { dir: dir.to_path_buf(), max_bytes, max_files: max_files.max(1) })
+        let max_files = max_files.max(1);
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            max_bytes,
+            max_files,
+            written_files: AtomicUsize::new(max_files),
+            written_bytes: AtomicUsize::new(0),
+        })
     }
 
     /// The directory.
@@ -83,7 +98,13 @@ impl DiskStore {
             tracing::warn!(%error, dir = %self.dir.display(), "could not store an output");
             return Stored::Failed(format!("{}: {error}", self.dir.display()));
         }
-        self.evict();
+        let files = self.written_files.fetch_add(1, Ordering::Relaxed) + 1;
+        let bytes = self.written_bytes.fetch_add(text.len(), Ordering::Relaxed) + text.len();
+        if files >= (self.max_files / 64).max(1) || bytes >= (self.max_bytes / 64).max(1) {
+            self.written_files.store(0, Ordering::Relaxed);
+            self.written_bytes.store(0, Ordering::Relaxed);
+            self.evict();
+        }
         Stored::Kept
     }
 
@@ -190,6 +211,17 @@ mod tests {
         }
         let kept = ["b", "c", "d", "e"].iter().filter(|id| store.get(id, Part::Content).is_some()).count();
         assert_eq!(kept, 3, "at most 3 files");
+    }
+
+    #[test]
+    fn eviction_passes_are_amortized_within_a_64th_of_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DiskStore::open(dir.path(), 1 << 20, 640).unwrap();
+        for i in 0..1000 {
+            assert!(store.put(&format!("c{i}"), Part::Content, "x").is_kept());
+        }
+        let files = store.entries().len();
+        assert!((630..=650).contains(&files), "{files} files for a bound of 640 (a pass every 10)");
     }
 
     #[test]
