@@ -153,29 +153,8 @@ struct HttpServer {
 
 impl HttpServer {
     async fn start(work: &Path, extra: &[&str]) -> Self {
-        let mut child = serve_command(work, &[&["--http", "127.0.0.1:0"], extra].concat())
-            .stdin(Piped::null())
-            .stdout(Piped::null())
-            .stderr(Piped::piped())
-            .spawn()
-            .expect("spawning toolhost serve --http");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = tokio::time::timeout(PATIENCE, async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(rest) = line.strip_prefix("toolhost: serving MCP on http://") {
-                    return rest.strip_suffix("/mcp").unwrap().parse::<SocketAddr>().unwrap();
-                }
-                eprintln!("server: {line}");
-            }
-            panic!("toolhost serve --http exited before listening");
-        })
-        .await
-        .expect("the server listens in time");
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("server: {line}");
-            }
-        });
+        let serve = serve_command(work, &[&["--http", "127.0.0.1:0"], extra].concat());
+        let (child, addr) = toolhost_tests::start_http_server(serve, PATIENCE).await;
         Self { _child: child, addr, http: reqwest::Client::builder().no_proxy().build().unwrap() }
     }
 
@@ -419,6 +398,8 @@ async fn always_saves_the_rule_and_the_same_call_is_not_asked_again() {
     let (_, state) = asked(&server.rpc(modern(1, "tools/call", call.clone(), true)).await);
     let reply = server.rpc(modern(2, "tools/call", retry(&call, &state, Some(accept("always"))), true)).await;
     assert!(!complete(&reply).0, "{reply}");
+    let reason = &reply["result"]["_meta"]["toolhost/permission"]["reason"];
+    assert_eq!(reason, "approved always: rule allow write_file(path=kept.txt)", "{reply}");
     assert!(
         private_policy(work.path()).contains("\"write_file(path=kept.txt)\""),
         "{}",
@@ -427,6 +408,8 @@ async fn always_saves_the_rule_and_the_same_call_is_not_asked_again() {
     assert!(!work.path().join("toolhost.toml").exists(), "never saved inside the work dir");
     let reply = server.rpc(modern(3, "tools/call", call.clone(), true)).await;
     assert!(!complete(&reply).0, "the saved rule answers: {reply}");
+    let reason = &reply["result"]["_meta"]["toolhost/permission"]["reason"];
+    assert_eq!(reason, "rule allow write_file(path=kept.txt)", "{reply}");
     // Only as wide as the call.
     asked(&server.rpc(modern(4, "tools/call", write("other.txt"), true)).await);
 }
