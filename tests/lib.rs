@@ -205,3 +205,37 @@ pub const TEST_HTTP_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_HTTP");
 /// A plugin importing `wasi:config/store` in both versions (`tests/guests/config`): one
 /// tool, `config_read`.
 pub const TEST_CONFIG_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_CONFIG");
+
+/// Start `serve`, a `toolhost serve --http 127.0.0.1:0 …` command, and wait at most
+/// `patience` for the address it prints on stderr; the rest of its stderr is echoed
+/// (`server: …`). Give `serve` `kill_on_drop(true)` to stop it with the child.
+pub async fn start_http_server(
+    mut serve: tokio::process::Command,
+    patience: std::time::Duration,
+) -> (tokio::process::Child, std::net::SocketAddr) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut child = serve
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawning toolhost serve --http");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr is piped")).lines();
+    let addr = tokio::time::timeout(patience, async {
+        while let Some(line) = lines.next_line().await.expect("reading the server's stderr") {
+            if let Some(rest) = line.strip_prefix("toolhost: serving MCP on http://") {
+                return rest.strip_suffix("/mcp").expect("the endpoint is /mcp").parse().expect("an address");
+            }
+            eprintln!("server: {line}");
+        }
+        panic!("toolhost serve --http exited before listening");
+    })
+    .await
+    .expect("the server listens in time");
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            eprintln!("server: {line}");
+        }
+    });
+    (child, addr)
+}

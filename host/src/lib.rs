@@ -72,6 +72,8 @@ pub use output::{
 pub use policy::grants::{FsGrant, GrantSource, PluginGrants, Sockets};
 pub use policy::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, Redactor};
 pub use protect::hostfs;
+pub use serve::approve::{Approvals, DEFAULT_APPROVAL_TIMEOUT};
+pub use serve::approve_state::{StateKey, StateKeyError};
 pub use serve::http::{BearerToken, HttpError, HttpServer, HttpSettings};
 pub use serve::mcp::{ToolhostServer, serve_stdio};
 pub use tokio_util::sync::CancellationToken;

@@ -269,13 +269,17 @@ async fn failures_are_tool_errors_that_start_with_the_code() {
     assert_eq!(bare.is_error, Some(true), "{bare:?}");
     assert!(text(&bare).starts_with("invalid_args: "), "{:?}", text(&bare));
 
-    // stdin is the protocol: nobody can approve a write, so it is denied, and no
-    // request of the client's can change that.
+    // stdin is the protocol: a write is asked of the client's user, and this
+    // client declared no elicitation to ask with, so it is denied, saying why
+    // (tests/tests/mcp_approvals.rs asks clients that can answer).
     let write = call(&client, "write_file", json!({"path": "a.txt", "content": "x"})).await;
     assert_eq!(write.is_error, Some(true), "{write:?}");
-    assert_eq!(
-        text(&write),
-        "permission_denied: write_file needs approval and there is no one to ask (headless)"
+    assert!(
+        text(&write).starts_with(
+            "permission_denied: write_file was not approved: it needs approval, and this MCP client cannot be asked"
+        ),
+        "{}",
+        text(&write)
     );
     assert!(!work.path().join("a.txt").exists());
     client.cancel().await.unwrap();

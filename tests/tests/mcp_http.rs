@@ -41,30 +41,9 @@ struct Server {
 
 impl Server {
     async fn start(work: &Path, extra: &[&str]) -> Self {
-        let mut child = serve_command(work, &[&["--http", "127.0.0.1:0"], extra].concat())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawning toolhost serve --http");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = tokio::time::timeout(PATIENCE, async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(rest) = line.strip_prefix("toolhost: serving MCP on http://") {
-                    return rest.strip_suffix("/mcp").unwrap().parse::<SocketAddr>().unwrap();
-                }
-                eprintln!("server: {line}");
-            }
-            panic!("toolhost serve --http exited before listening");
-        })
-        .await
-        .expect("the server listens in time");
+        let serve = serve_command(work, &[&["--http", "127.0.0.1:0"], extra].concat());
+        let (child, addr) = toolhost_tests::start_http_server(serve, PATIENCE).await;
         assert!(addr.ip().is_loopback(), "{addr}");
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("server: {line}");
-            }
-        });
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
         Self { child, addr, http }
     }

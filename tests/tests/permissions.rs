@@ -1,7 +1,7 @@
 //! Permissions, decided before a call enters its plugin: modes × read-only and
 //! writing tools, allow/deny rules and their precedence, protected paths (also in
 //! yolo mode, also when a plugin writes the policy file through WASI),
-//! and the approver: once, always (saved), deny, headless, cancelled.
+//! and the approver: once, always (saved), deny, headless, cancelled, a call's own.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -266,6 +266,43 @@ async fn a_call_waiting_for_approval_can_be_cancelled() {
         .await;
     assert_eq!(r.code(), Some("cancelled"), "{r:?}");
     assert!(!dir.path().join("a").exists());
+}
+
+/// A call's own approver (an MCP client's user, under `serve`) is asked instead
+/// of the host's, and waits for no other call's question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_may_bring_its_own_approver() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |path: &str| json!({"path": path, "content": "x"});
+    // The host's own approver never answers: a call asking it would hang.
+    let host = Arc::new(host_with(dir.path(), "", None, Some(Arc::new(Silent))).await);
+    let stuck = {
+        let host = host.clone();
+        let call = ToolCall::new("write_file", write("stuck.txt")).with_approver(Arc::new(Silent));
+        tokio::spawn(async move { host.execute(call).await })
+    };
+    let once = scripted(Approval::Once);
+    let r = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        host.execute(ToolCall::new("write_file", write("a.txt")).with_approver(once.clone())),
+    )
+    .await
+    .expect("not held up by the other call's question");
+    assert!(r.ok && r.permission.unwrap().reason == "approved once", "{:?}", r.error);
+    assert_eq!(once.asked.load(Ordering::SeqCst), 1);
+    let nobody = scripted(Approval::NoAnswer("nobody answered in time".into()));
+    let r = host.execute(ToolCall::new("write_file", write("b.txt")).with_approver(nobody)).await;
+    assert_eq!(denied_because(&r), "write_file was not approved: nobody answered in time");
+    assert!(!dir.path().join("b.txt").exists() && !dir.path().join("stuck.txt").exists());
+    stuck.abort();
+
+    // A headless host asks the call's own approver too.
+    let host = host_with(dir.path(), "", None, None).await;
+    let r = host
+        .execute(ToolCall::new("write_file", write("c.txt")).with_approver(scripted(Approval::Once)))
+        .await;
+    assert!(r.ok, "{:?}", r.error);
+    assert!(denied_because(&call(&host, "write_file", write("d.txt")).await).contains("headless"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,8 @@
 //! with what they said, the approver answers what is left open (one question at a
 //! time), and a denied call never enters its plugin.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -11,7 +13,7 @@ use crate::call::host::Host;
 use crate::error::{CallError, codes};
 use crate::hooks::HookNote;
 use crate::load::registry::Tool;
-use crate::policy::{Approval, ApprovalRequest, Decision, HookSays};
+use crate::policy::{Approval, ApprovalRequest, Approver, Decision, HookSays};
 
 /// What the permissions decided about a call, and why; part of every result that got
 /// that far.
@@ -39,33 +41,47 @@ impl PermissionNote {
 impl Host {
     /// Decide a call to `tool` with validated `args`, given what the pre-tool-use
     /// hooks said (`hook`): allowed (and why), or denied with the error the result
-    /// carries.
+    /// carries. What the permissions leave open goes to the call's own `approver`
+    /// when it brought one, else to the host's.
     pub(crate) async fn authorize(
         &self,
         call_id: &str,
         tool: &Tool,
         args: &Value,
         hook: &HookSays,
+        approver: Option<&Arc<dyn Approver>>,
         cancel: &CancellationToken,
     ) -> Result<PermissionNote, (PermissionNote, CallError)> {
         let spec = tool.spec();
         let deny = |reason: String| {
             Err((PermissionNote::deny(reason.clone()), CallError::new(codes::PERMISSION_DENIED, reason)))
         };
+        let cancelled = || Err((PermissionNote::deny("cancelled"), CallError::new(codes::CANCELLED, "")));
         let (reason, suggested_rule) = match self.decide_hooked(&spec.name, spec.read_only, args, hook) {
             Decision::Allow(reason) => return Ok(PermissionNote::allow(reason)),
             Decision::Deny(reason) => return deny(reason),
             Decision::Ask { reason, suggested_rule } => (reason, suggested_rule),
         };
-        let Some(approver) = self.approver() else {
-            return deny(format!("{} needs approval and there is no one to ask (headless)", spec.name));
+        // The host's approver (one terminal) is asked one question at a time; a
+        // call's own asks its own user, so its questions wait for nobody else's.
+        let (approver, _turn) = match approver {
+            Some(approver) => (approver, None),
+            None => {
+                let Some(approver) = self.approver() else {
+                    return deny(format!(
+                        "{} needs approval and there is no one to ask (headless)",
+                        spec.name
+                    ));
+                };
+                let turn = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return cancelled(),
+                    turn = self.approval_turn() => turn,
+                };
+                (approver, Some(turn))
+            }
         };
-        // One question at a time; an "always" given meanwhile may already cover this call.
-        let _turn = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err((PermissionNote::deny("cancelled"), CallError::new(codes::CANCELLED, ""))),
-            turn = self.approval_turn() => turn,
-        };
+        // An "always" given meanwhile may already cover this call.
         if let Decision::Allow(reason) = self.decide_hooked(&spec.name, spec.read_only, args, hook) {
             return Ok(PermissionNote::allow(reason));
         }
@@ -79,7 +95,7 @@ impl Host {
         };
         let answer = tokio::select! {
             biased;
-            _ = cancel.cancelled() => return Err((PermissionNote::deny("cancelled"), CallError::new(codes::CANCELLED, ""))),
+            _ = cancel.cancelled() => return cancelled(),
             answer = approver.approve(&request) => answer,
         };
         match answer {
@@ -101,6 +117,7 @@ impl Host {
                 Some(why) => format!("the user denied {}: {why}", spec.name),
                 None => format!("the user denied {}", spec.name),
             }),
+            Approval::NoAnswer(why) => deny(format!("{} was not approved: {why}", spec.name)),
         }
     }
 }

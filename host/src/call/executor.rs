@@ -28,11 +28,11 @@ use crate::load::plugin::Plugin;
 use crate::load::registry::{NativeCall, Runner, Tool};
 use crate::load::spec::ToolSpec;
 use crate::output::{Image, Metadata, Omitted, Parts, bound_error};
-use crate::policy::{HookSays, Redactor};
+use crate::policy::{Approver, HookSays, Redactor};
 use crate::sandbox::{self, StoreSpec};
 
 /// A request to run one tool.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolCall {
     /// The call id; a fresh one is made when `None`.
     pub id: Option<String>,
@@ -42,12 +42,34 @@ pub struct ToolCall {
     pub args: Value,
     /// Cancels the call when triggered.
     pub cancel: CancellationToken,
+    /// Answers this call's question when the permissions ask, instead of the
+    /// host's approver (`None`: the host's).
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl std::fmt::Debug for ToolCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCall")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("args", &self.args)
+            .field("cancel", &self.cancel)
+            .field("approver", &self.approver.as_ref().map(|_| "its own"))
+            .finish()
+    }
 }
 
 impl ToolCall {
-    /// A call to `name` with `args`, a fresh id and no cancellation.
+    /// A call to `name` with `args`, a fresh id, no cancellation and the host's approver.
     pub fn new(name: impl Into<String>, args: Value) -> Self {
-        Self { id: None, name: name.into(), args, cancel: CancellationToken::new() }
+        Self { id: None, name: name.into(), args, cancel: CancellationToken::new(), approver: None }
+    }
+
+    /// Ask `approver` when the permissions ask about this call (an MCP client's
+    /// user, say), instead of the host's approver.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
     }
 
     /// Use `id` as the call id.
@@ -206,7 +228,8 @@ impl Host {
             return Err(result);
         }
         let says = pre.says.take().unwrap_or(HookSays::Nothing);
-        let permission = match self.authorize(&call_id, tool, &args, &says, &call.cancel).await {
+        let approver = call.approver.as_ref();
+        let permission = match self.authorize(&call_id, tool, &args, &says, approver, &call.cancel).await {
             Ok(mut note) => {
                 note.hooks = pre.notes;
                 note

@@ -48,11 +48,17 @@ pub(crate) fn ask(input: &mut impl BufRead, output: &mut impl Write, request: &A
             Ok(0) | Err(_) => return Approval::Deny(Some("no answer".into())),
             Ok(_) => {}
         }
-        match line.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" | "once" => return Approval::Once,
-            "a" | "always" => return Approval::Always,
-            "n" | "no" | "deny" => return Approval::Deny(None),
-            _ => {
+        // The short forms, then the words every approver shares.
+        let typed = line.trim().to_ascii_lowercase();
+        let word = match typed.as_str() {
+            "y" | "yes" => "once",
+            "a" => "always",
+            "n" | "no" => "deny",
+            other => other,
+        };
+        match Approval::from_decision(word) {
+            Some(answer) => return answer,
+            None => {
                 let _ = writeln!(output, "  answer y, a or n");
             }
         }

@@ -137,17 +137,20 @@ pub(crate) async fn call(
 /// (stdout carries only the protocol), or with `--http` on Streamable HTTP until
 /// the process is stopped (calls in flight end with it; the journal has their begins).
 pub(crate) async fn serve(args: &HostArgs, serve: &super::ServeArgs) -> anyhow::Result<ExitCode> {
-    // Settings first: a bad flag or token file fails before plugins load.
+    // Settings first: a bad flag, token or key file fails before plugins load.
     let http = serve.settings()?;
-    // stdin is the protocol (or not a person's): nobody can be asked on it.
+    let key = serve.state_key()?;
+    // stdin is the protocol (or not a person's): nobody can be asked on it; the
+    // client's user is asked instead, through the client.
     let builder = serve.store(args.builder(false, true)?)?;
     let host = std::sync::Arc::new(builder.build().await?);
     super::journal::warn_indeterminate(&host);
+    let server = toolhost::ToolhostServer::new(host.clone()).with_approvals(serve.approvals(&host, key));
     let Some(settings) = http else {
-        toolhost::serve_stdio(host).await?;
+        toolhost::serve_stdio(server).await?;
         return Ok(ExitCode::SUCCESS);
     };
-    let server = toolhost::HttpServer::bind(host, settings).await?;
+    let server = toolhost::HttpServer::bind(server, settings).await?;
     eprintln!("toolhost: serving MCP on http://{}/mcp", server.local_addr());
     server.run().await?;
     Ok(ExitCode::SUCCESS)

@@ -46,12 +46,13 @@ enum Command {
         json: bool,
     },
     /// Serve every tool to MCP clients over stdio (JSON-RPC on stdin/stdout), or
-    /// with --http over Streamable HTTP at http://ADDR/mcp.
+    /// with --http over Streamable HTTP at http://ADDR/mcp. A call that needs
+    /// approval is asked of the client's user (MCP elicitation).
     Serve {
         #[command(flatten)]
         host: HostArgs,
         #[command(flatten)]
-        http: ServeArgs,
+        http: Box<ServeArgs>,
     },
     /// Show a component's tools, imports, what they ask for and its sha256, and the
     /// policy entry `add` would write, without writing anything.
@@ -202,6 +203,14 @@ pub(crate) struct ServeArgs {
     /// Seconds a store in Redis keeps an output (default 3600).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=30 * 24 * 3600))]
     store_expiry: Option<u64>,
+    /// Seal approval questions (2026-07-28 `requestState`) with the key in FILE
+    /// (mode 0600, at least 32 bytes), shared by every instance behind one
+    /// endpoint; without it, a key of this process's own.
+    #[arg(long, value_name = "FILE")]
+    state_key_file: Option<PathBuf>,
+    /// Seconds a client has to answer an approval question (default 300).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    approval_timeout: Option<u64>,
 }
 
 /// `HOST:PORT` as a `Host` header carries it: a name or address and a port, nothing else.
@@ -238,6 +247,24 @@ impl StoreAt {
 }
 
 impl ServeArgs {
+    /// How clients are asked about calls that need approval: the data dir's
+    /// defaults for `host`, with --state-key-file and --approval-timeout.
+    pub(crate) fn approvals(&self, host: &Host, key: Option<toolhost::StateKey>) -> toolhost::Approvals {
+        let mut approvals = toolhost::Approvals::for_host(host);
+        if let Some(key) = key {
+            approvals = approvals.with_key(key);
+        }
+        if let Some(secs) = self.approval_timeout {
+            approvals = approvals.with_timeout(std::time::Duration::from_secs(secs));
+        }
+        approvals
+    }
+
+    /// The --state-key-file key, read and checked.
+    pub(crate) fn state_key(&self) -> anyhow::Result<Option<toolhost::StateKey>> {
+        Ok(self.state_key_file.as_deref().map(toolhost::StateKey::from_file).transpose()?)
+    }
+
     /// Where full outputs are kept: --store, else the data dir's `outputs`.
     pub(crate) fn store_at(&self) -> Option<StoreAt> {
         self.store.clone().or_else(|| toolhost::default_data_dir().map(|d| StoreAt::Dir(d.join("outputs"))))

@@ -1,5 +1,6 @@
 //! "Ask": the [`Approver`] an embedder supplies to answer calls the permissions
-//! don't decide on their own. The host asks one call at a time. Without an approver
+//! don't decide on their own. The host's approver is asked one call at a time; a
+//! call may bring its own (an MCP client asking its user). Without an approver
 //! (headless) every such call is denied, and the denial says so.
 
 use std::future::Future;
@@ -33,6 +34,26 @@ pub enum Approval {
     Always,
     /// Don't run it; an optional word for the model.
     Deny(Option<String>),
+    /// Nobody answered, or not in a form that names one of the answers above (a
+    /// timeout, a malformed answer, a client that cannot be asked): the call is
+    /// not run, and this says why.
+    NoAnswer(String),
+}
+
+impl Approval {
+    /// The words that name the answers, as the terminal accepts them in full and
+    /// an MCP client's form offers them.
+    pub const DECISIONS: [&'static str; 3] = ["once", "always", "deny"];
+
+    /// The answer `word` names (`once`, `always` or `deny`), if any.
+    pub fn from_decision(word: &str) -> Option<Self> {
+        match word {
+            "once" => Some(Self::Once),
+            "always" => Some(Self::Always),
+            "deny" => Some(Self::Deny(None)),
+            _ => None,
+        }
+    }
 }
 
 /// Answers approval requests: a terminal prompt, a UI, a chat message.

@@ -32,7 +32,35 @@ pub fn read_regular_following(path: &Path, max_bytes: u64) -> io::Result<Option<
     read_bounded(path, max_bytes, 0)
 }
 
+/// [`read_regular`] for a secret the user keeps in a file (a bearer token, a
+/// signing key): it must be there, and neither its group nor others may have any
+/// access to it (mode 0600 or narrower).
+pub fn read_private(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
+    read_checked(path, max_bytes, libc::O_NOFOLLOW, |meta| {
+        use std::os::unix::fs::MetadataExt as _;
+        match meta.mode() & 0o077 {
+            0 => Ok(()),
+            _ => Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("mode {:o}: group and others must have no access (chmod 600)", meta.mode() & 0o777),
+            )),
+        }
+    })?
+    .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such file"))
+}
+
 fn read_bounded(path: &Path, max_bytes: u64, flags: libc::c_int) -> io::Result<Option<Vec<u8>>> {
+    read_checked(path, max_bytes, flags, |_| Ok(()))
+}
+
+/// Open `path` (`flags` added), check it is a regular file that passes `check`,
+/// read at most `max_bytes`.
+fn read_checked(
+    path: &Path,
+    max_bytes: u64,
+    flags: libc::c_int,
+    check: impl FnOnce(&std::fs::Metadata) -> io::Result<()>,
+) -> io::Result<Option<Vec<u8>>> {
     let file = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(flags | libc::O_NONBLOCK | libc::O_NOCTTY)
@@ -50,6 +78,7 @@ fn read_bounded(path: &Path, max_bytes: u64, flags: libc::c_int) -> io::Result<O
     if !meta.file_type().is_file() {
         return Err(io::Error::other(format!("it is {}; only a regular file is read", kind(&meta))));
     }
+    check(&meta)?;
     if meta.len() > max_bytes {
         return Err(io::Error::other(format!("it is {} bytes; at most {max_bytes} are read", meta.len())));
     }

@@ -14,6 +14,10 @@
 //!   guest; the call ends `cancelled` (and rmcp drops the response).
 //! - A request with a progress token gets `notifications/progress` every
 //!   second while its call runs.
+//! - A call the permissions answer with *ask* is asked of the client's user
+//!   (`super::approve`): an `elicitation/create` on a 2025-11-25 session, an
+//!   `InputRequiredResult` on 2026-07-28; a client that can't be asked gets a
+//!   denial saying so.
 //!
 //! Each request runs in its own task and the [`Host`] is shared through an
 //! [`Arc`], so calls run concurrently (bounded only by the host's slots).
@@ -31,6 +35,7 @@ use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
+use super::approve::Approvals;
 use crate::call::executor::ToolCall;
 use crate::call::host::Host;
 use crate::load::spec::ToolSpec;
@@ -56,17 +61,27 @@ fn open_world(tool: &crate::load::registry::Tool) -> bool {
 pub struct ToolhostServer {
     host: Arc<Host>,
     tools: Arc<[Tool]>,
+    approvals: Approvals,
 }
 
 impl ToolhostServer {
-    /// A server for `host`'s tools. The MCP tool list is built here, once.
+    /// A server for `host`'s tools, asking clients with
+    /// [`Approvals::for_host`] (a key of this process's own). The MCP tool
+    /// list is built here, once.
     pub fn new(host: Arc<Host>) -> Self {
         let tools = host
             .registry()
             .iter()
             .map(|tool| mcp_tool(tool.spec(), open_world(tool), tool.output_schema()))
             .collect();
-        Self { host, tools }
+        let approvals = Approvals::for_host(&host);
+        Self { host, tools, approvals }
+    }
+
+    /// Ask clients' users as `approvals` says (a key shared by instances, a timeout).
+    pub fn with_approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = approvals;
+        self
     }
 
     /// The host the calls run on.
@@ -173,18 +188,21 @@ impl ServerHandler for ToolhostServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let asking = self.approvals.asking(&self.host, &request, &context)?;
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let call = ToolCall::new(request.name.into_owned(), args).with_cancel(context.ct.clone());
+        let call = ToolCall::new(request.name.into_owned(), args)
+            .with_cancel(context.ct.clone())
+            .with_approver(asking.approver());
         let progress = context.meta.get_progress_token().map(|token| (context.peer.clone(), token));
-        Ok(self.run(call, progress).await.into())
+        let result = self.run(call, progress).await;
+        self.approvals.finish(&self.host, asking, result)
     }
 }
 
-/// Serve `host`'s tools over stdin/stdout until the client closes stdin,
+/// Serve `server`'s tools over stdin/stdout until the client closes stdin,
 /// through the JSON-RPC front (`serve::framing`). Nothing but the protocol
 /// is written to stdout.
-pub async fn serve_stdio(host: Arc<Host>) -> anyhow::Result<()> {
-    let server = ToolhostServer::new(host);
+pub async fn serve_stdio(server: ToolhostServer) -> anyhow::Result<()> {
     super::framing::serve(tokio::io::stdin(), tokio::io::stdout(), |read, write| async move {
         let running = server.serve((read, write)).await?;
         let reason = running.waiting().await?;

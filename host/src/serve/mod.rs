@@ -2,8 +2,15 @@
 //! (rmcp's server), behind [`framing`], a newline-delimited JSON-RPC front that
 //! answers malformed input and batches as JSON-RPC 2.0 requires
 //! ([`jsonrpc`]); [`result`] shapes a call's outcome; [`http`] serves the
-//! same server over Streamable HTTP.
+//! same server over Streamable HTTP; [`approve`] asks the client's user about
+//! calls the permissions leave open ([`approve_question`]: the form and its
+//! answers; [`approve_state`]: the sealed `requestState`; [`approve_spent`]:
+//! answers used once).
 
+pub(crate) mod approve;
+mod approve_question;
+mod approve_spent;
+pub(crate) mod approve_state;
 mod framing;
 pub(crate) mod http;
 mod jsonrpc;

@@ -49,7 +49,6 @@ use self::limits::{BodyRefused, HoldingBody, Slots};
 pub use self::token::BearerToken;
 use super::jsonrpc::{self, INVALID_REQUEST, Incoming as Classified};
 use super::mcp::ToolhostServer;
-use crate::call::host::Host;
 
 /// The one path the server answers.
 pub(crate) const ENDPOINT: &str = "/mcp";
@@ -143,7 +142,7 @@ struct Front {
 
 impl HttpServer {
     /// Check `settings` and listen; nothing is served until [`HttpServer::run`].
-    pub async fn bind(host: Arc<Host>, settings: HttpSettings) -> Result<Self, HttpError> {
+    pub async fn bind(server: ToolhostServer, settings: HttpSettings) -> Result<Self, HttpError> {
         let loopback = settings.bind.ip().is_loopback();
         if !loopback && !settings.allow_remote {
             return Err(HttpError::NotLoopback(settings.bind));
@@ -168,7 +167,6 @@ impl HttpServer {
         let local = listener.local_addr().map_err(|e| HttpError::Bind(settings.bind, e))?;
         let shutdown = CancellationToken::new();
         let config = rmcp_config(local, &settings, shutdown.child_token());
-        let server = ToolhostServer::new(host);
         let service = StreamableHttpService::new(
             move || Ok(server.clone()),
             Arc::new(LocalSessionManager::default()),

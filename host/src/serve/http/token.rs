@@ -3,14 +3,13 @@
 //! request presents in constant time (both sides hashed first, so neither the
 //! bytes nor the length of the token leak through timing).
 
-use std::io::Read as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq as _;
 
 use super::HttpError;
+use crate::protect::hostfs;
 
 /// The largest token file read.
 const MAX_TOKEN_BYTES: u64 = 4096;
@@ -47,26 +46,8 @@ impl BearerToken {
     /// that neither its group nor others may read or write.
     pub fn from_file(path: &Path) -> Result<Self, HttpError> {
         let named = |why: String| HttpError::Token(format!("{}: {why}", path.display()));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(path)
-            .map_err(|e| named(e.to_string()))?;
-        let meta = file.metadata().map_err(|e| named(e.to_string()))?;
-        if !meta.is_file() {
-            return Err(named("not a regular file".into()));
-        }
-        if meta.mode() & 0o077 != 0 {
-            return Err(named(format!(
-                "mode {:o}: group and others must have no access (chmod 600)",
-                meta.mode() & 0o777
-            )));
-        }
-        let mut text = String::new();
-        file.take(MAX_TOKEN_BYTES + 1).read_to_string(&mut text).map_err(|e| named(e.to_string()))?;
-        if text.len() as u64 > MAX_TOKEN_BYTES {
-            return Err(named(format!("longer than {MAX_TOKEN_BYTES} bytes")));
-        }
+        let bytes = hostfs::read_private(path, MAX_TOKEN_BYTES).map_err(|e| named(e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|_| named("not UTF-8 text".into()))?;
         Self::new(&text).map_err(|e| named(e.to_string()))
     }
 
