@@ -75,5 +75,6 @@ pub use protect::hostfs;
 pub use serve::approve::{Approvals, DEFAULT_APPROVAL_TIMEOUT};
 pub use serve::approve_state::{StateKey, StateKeyError};
 pub use serve::http::{BearerToken, HttpError, HttpServer, HttpSettings};
-pub use serve::mcp::{ToolhostServer, serve_stdio};
+pub use serve::mcp::ToolhostServer;
+pub use serve::stdio::serve_stdio;
 pub use tokio_util::sync::CancellationToken;

@@ -1,7 +1,8 @@
 //! The newline-delimited JSON front of the stdio server: it reads the client's
 //! lines, answers what rmcp would answer wrongly or not at all ([`jsonrpc`]),
-//! splits batches, and hands every other message to rmcp over an in-process
-//! pipe; what rmcp writes comes back through here to the client.
+//! splits batches, and hands every other message to rmcp already parsed, as
+//! rmcp's own type, through [`FrontTransport`]; what rmcp sends goes out
+//! through [`Outgoing`].
 //!
 //! Batches (JSON-RPC arrays) are a 2025-03-26 feature: on a session that
 //! negotiated that revision each member is handled as if it came alone, and the
@@ -12,123 +13,101 @@
 //!
 //! Lines longer than [`MAX_LINE_BYTES`] are answered `-32600` and skipped.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use rmcp::ServiceExt;
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId};
+use rmcp::service::QuitReason;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, BufReader};
 use tokio::sync::mpsc;
 
 use super::jsonrpc::{self, INVALID_REQUEST, Incoming};
+use super::mcp::ToolhostServer;
+use super::outgoing::{Batches, FrontTransport, Outgoing};
 
 /// The longest line the server reads (a message with a large `write_file`).
 pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
-/// Lines queued for the client before the readers wait.
+/// Messages read ahead of rmcp before the reader waits.
 const QUEUE: usize = 256;
-/// Bytes buffered in each direction of the pipe to rmcp.
-const PIPE_BYTES: usize = 1 << 20;
-/// The one revision whose sessions take batches.
-const BATCH_REVISION: &str = "2025-03-26";
+/// Bytes read from the client at once.
+const READ_BUFFER: usize = 64 << 10;
 
-/// Batches waiting for their answers, and the revision rmcp negotiated.
-#[derive(Default)]
-struct State {
-    revision: Option<String>,
-    /// Request id (as JSON text) → its batch.
-    waiting: HashMap<String, u64>,
-    batches: HashMap<u64, Batch>,
-    next_batch: u64,
-}
-
-struct Batch {
-    missing: usize,
-    answers: Vec<Value>,
-}
-
-impl State {
-    /// File `answer` under its batch when its id is one a batch waits for; the
-    /// finished batch when this was its last answer.
-    fn settle(&mut self, id: &Value, answer: Option<Value>) -> Option<Option<Vec<Value>>> {
-        let batch_no = self.waiting.remove(&id.to_string())?;
-        let batch = self.batches.get_mut(&batch_no)?;
-        batch.missing -= 1;
-        batch.answers.extend(answer);
-        if batch.missing > 0 {
-            return Some(None);
-        }
-        Some(self.batches.remove(&batch_no).map(|b| b.answers))
-    }
-}
-
-/// Serve rmcp's `server` to the client on `input`/`output` through the front:
+/// Serve `server` to the client on `input`/`output` through the front:
 /// returns when the client closes `input` and rmcp has finished.
-pub(crate) async fn serve<R, W, F, Fut>(input: R, output: W, server: F) -> anyhow::Result<()>
+pub(crate) async fn serve<R, W>(input: R, output: W, server: ToolhostServer) -> anyhow::Result<()>
 where
     R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-    F: FnOnce(
-        tokio::io::ReadHalf<tokio::io::DuplexStream>,
-        tokio::io::WriteHalf<tokio::io::DuplexStream>,
-    ) -> Fut,
-    Fut: Future<Output = anyhow::Result<()>>,
+    W: AsyncWrite + Send + 'static,
 {
-    let (front, back) = tokio::io::duplex(PIPE_BYTES);
-    let (from_rmcp, mut to_rmcp) = tokio::io::split(front);
-    let (back_read, back_write) = tokio::io::split(back);
-    let state = Arc::new(Mutex::new(State::default()));
-    let (lines, queue) = mpsc::channel::<String>(QUEUE);
-    let writer = tokio::spawn(write_lines(queue, output));
-    let outgoing = tokio::spawn(relay_outgoing(from_rmcp, lines.clone(), state.clone()));
+    let outgoing = Arc::new(Outgoing::new(output));
+    let (to_rmcp, incoming) = mpsc::channel(QUEUE);
+    // The reader runs on a worker of its own task (not on the caller's, which
+    // may be the thread that blocks on the runtime).
+    let reader = tokio::spawn(read_lines(input, to_rmcp, outgoing.clone()));
+    let running = server.serve(FrontTransport::new(incoming, outgoing)).await?;
+    let reason = running.waiting().await?;
+    tracing::info!(?reason, "MCP session ended");
+    if !matches!(reason, QuitReason::Closed) {
+        // rmcp stopped on its own: nothing reads what the client sends any more.
+        reader.abort();
+        return Ok(());
+    }
+    reader.await??;
+    Ok(())
+}
 
-    let incoming = async move {
-        let mut reader = BufReader::new(input);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            let read = (&mut reader).take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut line).await?;
-            if read == 0 {
-                break;
-            }
-            if line.len() > MAX_LINE_BYTES && line.last() != Some(&b'\n') {
-                skip_rest_of_line(&mut reader).await?;
-                let why = format!("Invalid Request: a message is at most {MAX_LINE_BYTES} bytes");
-                let _ =
-                    lines.send(jsonrpc::error_response(Value::Null, INVALID_REQUEST, why).to_string()).await;
-                continue;
-            }
-            for message in handle_line(&line, &state) {
-                match message {
-                    Route::Client(text) => {
-                        let _ = lines.send(text).await;
-                    }
-                    Route::Rmcp(text) => {
-                        to_rmcp.write_all(text.as_bytes()).await?;
-                        to_rmcp.write_all(b"\n").await?;
+/// Read the client's lines until it closes `input`: answer what the front
+/// answers, send the rest to rmcp.
+async fn read_lines<R: AsyncRead + Unpin>(
+    input: R,
+    to_rmcp: mpsc::Sender<ClientJsonRpcMessage>,
+    outgoing: Arc<Outgoing>,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::with_capacity(READ_BUFFER, input);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = (&mut reader).take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut line).await?;
+        if read == 0 {
+            return Ok(());
+        }
+        if line.len() > MAX_LINE_BYTES && line.last() != Some(&b'\n') {
+            skip_rest_of_line(&mut reader).await?;
+            let why = format!("Invalid Request: a message is at most {MAX_LINE_BYTES} bytes");
+            answer(&outgoing, &jsonrpc::error_response(Value::Null, INVALID_REQUEST, why)).await;
+            continue;
+        }
+        for route in handle_line(&line, &outgoing) {
+            match route {
+                Route::Client(value) => answer(&outgoing, &value).await,
+                Route::Rmcp(message) => {
+                    if to_rmcp.send(*message).await.is_err() {
+                        // rmcp has stopped.
+                        return Ok(());
                     }
                 }
             }
-            to_rmcp.flush().await?;
         }
-        // The client is gone: close rmcp's input so it ends.
-        to_rmcp.shutdown().await?;
-        anyhow::Ok(())
-    };
-    let (served, read) = tokio::join!(server(back_read, back_write), incoming);
-    served?;
-    read?;
-    outgoing.await??;
-    writer.await??;
-    Ok(())
+    }
+}
+
+/// Send the front's own answer (a client that stopped reading misses it).
+async fn answer(outgoing: &Outgoing, value: &Value) {
+    if let Err(error) = outgoing.write_value(value).await {
+        tracing::debug!(%error, "could not answer the client");
+    }
 }
 
 /// Where one message goes.
 enum Route {
-    Client(String),
-    Rmcp(String),
+    Client(Value),
+    Rmcp(Box<ClientJsonRpcMessage>),
 }
 
-/// Route one line from the client.
-fn handle_line(line: &[u8], state: &Mutex<State>) -> Vec<Route> {
+/// Route one line from the client (the batches are locked only for a batch
+/// or a cancellation).
+fn handle_line(line: &[u8], outgoing: &Outgoing) -> Vec<Route> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
@@ -136,33 +115,34 @@ fn handle_line(line: &[u8], state: &Mutex<State>) -> Vec<Route> {
     }
     let value: Value = match serde_json::from_slice(line) {
         Ok(value) => value,
-        Err(e) => return vec![Route::Client(jsonrpc::parse_error(&e).to_string())],
+        Err(e) => return vec![Route::Client(jsonrpc::parse_error(&e))],
     };
     let Value::Array(members) = value else {
-        return route_one(value, state);
+        return route_one(value, outgoing);
     };
-    let invalid = |why: &str| {
-        vec![Route::Client(jsonrpc::error_response(Value::Null, INVALID_REQUEST, why).to_string())]
-    };
+    let invalid = |why: &str| vec![Route::Client(jsonrpc::error_response(Value::Null, INVALID_REQUEST, why))];
     if members.is_empty() {
         return invalid("Invalid Request: an empty batch");
     }
-    let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
-    if guard.revision.as_deref() != Some(BATCH_REVISION) {
+    let mut batches = outgoing.batches();
+    if !batches.accepts_batches() {
         return invalid("Invalid Request: batches are accepted only on a 2025-03-26 session");
     }
+    route_batch(members, &mut batches)
+}
+
+/// Route a batch's members; its requests' answers are waited for together.
+fn route_batch(members: Vec<Value>, batches: &mut Batches) -> Vec<Route> {
     let mut answers = Vec::new();
     let mut routes = Vec::new();
-    let mut waiting = Vec::new();
+    let mut waiting: Vec<RequestId> = Vec::new();
     for member in members {
-        match jsonrpc::classify(&member) {
-            Incoming::Forward => {
-                if member.get("method").is_some()
-                    && let Some(id) = member.get("id")
-                {
-                    waiting.push(id.to_string());
+        match jsonrpc::classify(member) {
+            Incoming::Forward(message) => {
+                if let JsonRpcMessage::Request(request) = message.as_ref() {
+                    waiting.push(request.id.clone());
                 }
-                routes.push(Route::Rmcp(member.to_string()));
+                routes.push(Route::Rmcp(message));
             }
             Incoming::Answer(answer) => answers.push(answer),
             Incoming::Drop(why) => tracing::debug!(%why, "dropped a batch member"),
@@ -170,92 +150,37 @@ fn handle_line(line: &[u8], state: &Mutex<State>) -> Vec<Route> {
     }
     if waiting.is_empty() {
         if !answers.is_empty() {
-            routes.insert(0, Route::Client(Value::Array(answers).to_string()));
+            routes.insert(0, Route::Client(Value::Array(answers)));
         }
         return routes;
     }
-    let batch_no = guard.next_batch;
-    guard.next_batch += 1;
-    guard.batches.insert(batch_no, Batch { missing: waiting.len(), answers });
-    for id in waiting {
-        guard.waiting.insert(id, batch_no);
-    }
+    batches.open(waiting, answers);
     routes
 }
 
 /// Route one message that is not a batch; a cancelled batch member stops
 /// being waited for (the cancel still reaches rmcp, which stops the call).
-fn route_one(value: Value, state: &Mutex<State>) -> Vec<Route> {
-    match jsonrpc::classify(&value) {
-        Incoming::Forward => {
+fn route_one(value: Value, outgoing: &Outgoing) -> Vec<Route> {
+    match jsonrpc::classify(value) {
+        Incoming::Forward(message) => {
             let mut routes = Vec::new();
-            if value["method"] == "notifications/cancelled" {
-                let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(Some(answers)) = guard.settle(&value["params"]["requestId"], None)
-                    && !answers.is_empty()
-                {
-                    routes.push(Route::Client(Value::Array(answers).to_string()));
-                }
+            if let JsonRpcMessage::Notification(note) = message.as_ref()
+                && let ClientNotification::CancelledNotification(cancel) = &note.notification
+                && let Some(id) = &cancel.params.request_id
+                && let Some(Some(answers)) = outgoing.batches().settle(id, None)
+                && !answers.is_empty()
+            {
+                routes.push(Route::Client(Value::Array(answers)));
             }
-            routes.push(Route::Rmcp(value.to_string()));
+            routes.push(Route::Rmcp(message));
             routes
         }
-        Incoming::Answer(answer) => vec![Route::Client(answer.to_string())],
+        Incoming::Answer(answer) => vec![Route::Client(answer)],
         Incoming::Drop(why) => {
             tracing::debug!(%why, "dropped an incoming message");
             Vec::new()
         }
     }
-}
-
-/// Read rmcp's lines and pass them to the client: an answer a batch waits for
-/// joins it (the batch goes out when complete); an `initialize` result tells
-/// the revision.
-async fn relay_outgoing(
-    from_rmcp: tokio::io::ReadHalf<tokio::io::DuplexStream>,
-    lines: mpsc::Sender<String>,
-    state: Arc<Mutex<State>>,
-) -> anyhow::Result<()> {
-    let mut reader = BufReader::new(from_rmcp).lines();
-    while let Some(line) = reader.next_line().await? {
-        let Ok(message) = serde_json::from_str::<Value>(&line) else {
-            let _ = lines.send(line).await;
-            continue;
-        };
-        let out = {
-            let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(version) = message["result"]["protocolVersion"].as_str()
-                && message["result"].get("serverInfo").is_some()
-            {
-                guard.revision = Some(version.to_string());
-            }
-            match message.get("method").is_none().then(|| message.get("id")).flatten() {
-                Some(id) => match guard.settle(&id.clone(), Some(message)) {
-                    None => Some(line),
-                    Some(None) => None,
-                    Some(Some(answers)) => Some(Value::Array(answers).to_string()),
-                },
-                None => Some(line),
-            }
-        };
-        if let Some(out) = out {
-            let _ = lines.send(out).await;
-        }
-    }
-    Ok(())
-}
-
-/// Write queued lines to the client, each followed by a newline and flushed.
-async fn write_lines<W: AsyncWrite + Unpin>(
-    mut queue: mpsc::Receiver<String>,
-    mut output: W,
-) -> anyhow::Result<()> {
-    while let Some(line) = queue.recv().await {
-        output.write_all(line.as_bytes()).await?;
-        output.write_all(b"\n").await?;
-        output.flush().await?;
-    }
-    Ok(())
 }
 
 /// Discard input up to and including the next newline (the tail of an

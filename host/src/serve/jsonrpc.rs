@@ -25,14 +25,22 @@ pub(crate) const INVALID_REQUEST: i64 = -32600;
 pub(crate) const INVALID_PARAMS: i64 = -32602;
 
 /// What to do with one incoming message.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub(crate) enum Incoming {
-    /// A message rmcp reads as it is.
-    Forward,
+    /// A message rmcp reads: here it is, already rmcp's own type.
+    Forward(Box<ClientJsonRpcMessage>),
     /// Answer with this error response; rmcp never sees the message.
     Answer(Value),
     /// Drop it (a notification or response that does not parse): why.
     Drop(String),
+}
+
+/// What to say when a message that passed the checks still isn't one of rmcp's.
+enum Unfit {
+    /// A request: `-32602` with its id, naming the method.
+    Request { id: Value, method: String },
+    /// A notification or a response: dropped.
+    Other(&'static str),
 }
 
 /// An error response with `id` (`Value::Null` when it could not be read).
@@ -46,19 +54,36 @@ pub(crate) fn parse_error(why: &serde_json::Error) -> Value {
 }
 
 /// Decide what to do with `message`, one parsed JSON value (a batch's members
-/// are decided one by one).
-pub(crate) fn classify(message: &Value) -> Incoming {
+/// are decided one by one); a message for rmcp is converted to rmcp's type
+/// here, once (the value is moved, not copied).
+pub(crate) fn classify(message: Value) -> Incoming {
+    let unfit = match check(&message) {
+        Ok(unfit) => unfit,
+        Err(answer) => return Incoming::Answer(answer),
+    };
+    match serde_json::from_value::<ClientJsonRpcMessage>(message) {
+        Ok(message) => Incoming::Forward(Box::new(message)),
+        Err(e) => match unfit {
+            Unfit::Request { id, method } => Incoming::Answer(error_response(
+                id,
+                INVALID_PARAMS,
+                format!("Invalid params for {method}: {e}"),
+            )),
+            Unfit::Other(what) => Incoming::Drop(format!("unreadable {what}: {e}")),
+        },
+    }
+}
+
+/// The error response `message` gets before rmcp could read it, or what to
+/// say if rmcp can't.
+fn check(message: &Value) -> Result<Unfit, Value> {
     let Some(object) = message.as_object() else {
-        return Incoming::Answer(error_response(
-            Value::Null,
-            INVALID_REQUEST,
-            "Invalid Request: not an object",
-        ));
+        return Err(error_response(Value::Null, INVALID_REQUEST, "Invalid Request: not an object"));
     };
     let id = object.get("id");
     let readable_id = id.filter(|id| id.is_string() || id.is_i64() || id.is_u64()).cloned();
     let invalid = |why: &str| {
-        Incoming::Answer(error_response(
+        Err(error_response(
             readable_id.clone().unwrap_or(Value::Null),
             INVALID_REQUEST,
             format!("Invalid Request: {why}"),
@@ -75,23 +100,18 @@ pub(crate) fn classify(message: &Value) -> Incoming {
         if id.is_none() || object.contains_key("result") == object.contains_key("error") {
             return invalid("a response needs an \"id\" and one of \"result\" or \"error\"");
         }
-        return parses_or_drop(message, "response");
+        return Ok(Unfit::Other("response"));
     };
     let Some(method) = method.as_str() else {
         return invalid("\"method\" must be a string");
     };
     let Some(id) = readable_id else {
-        return parses_or_drop(message, "notification");
+        return Ok(Unfit::Other("notification"));
     };
     if let Some(why) = params_problem(method, object.get("params")) {
-        return Incoming::Answer(error_response(id, INVALID_PARAMS, format!("Invalid params: {why}")));
+        return Err(error_response(id, INVALID_PARAMS, format!("Invalid params: {why}")));
     }
-    match serde_json::from_value::<ClientJsonRpcMessage>(message.clone()) {
-        Ok(_) => Incoming::Forward,
-        Err(e) => {
-            Incoming::Answer(error_response(id, INVALID_PARAMS, format!("Invalid params for {method}: {e}")))
-        }
-    }
+    Ok(Unfit::Request { id, method: method.to_owned() })
 }
 
 /// Why `params` do not fit `method`, or `None`.
@@ -117,13 +137,6 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
     }
 }
 
-fn parses_or_drop(message: &Value, what: &str) -> Incoming {
-    match serde_json::from_value::<ClientJsonRpcMessage>(message.clone()) {
-        Ok(_) => Incoming::Forward,
-        Err(e) => Incoming::Drop(format!("unreadable {what}: {e}")),
-    }
-}
-
 /// The JSON type of `value`, for messages.
 fn kind(value: &Value) -> &'static str {
     match value {
@@ -141,7 +154,7 @@ mod tests {
     use super::*;
 
     fn answer(message: Value) -> Value {
-        match classify(&message) {
+        match classify(message.clone()) {
             Incoming::Answer(answer) => answer,
             other => panic!("{message} was not answered: {other:?}"),
         }
@@ -192,9 +205,9 @@ mod tests {
             json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
             json!({"jsonrpc": "2.0", "id": 4, "result": {}}),
         ] {
-            assert_eq!(classify(&message), Incoming::Forward, "{message}");
+            assert!(matches!(classify(message.clone()), Incoming::Forward(_)), "{message}");
         }
         let odd = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": 5});
-        assert!(matches!(classify(&odd), Incoming::Drop(_)));
+        assert!(matches!(classify(odd), Incoming::Drop(_)));
     }
 }

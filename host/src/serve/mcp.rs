@@ -32,7 +32,7 @@ use rmcp::model::{
     ToolAnnotations,
 };
 use rmcp::service::{Peer, RequestContext};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use super::approve::Approvals;
@@ -56,7 +56,7 @@ fn open_world(tool: &crate::load::registry::Tool) -> bool {
 
 /// An [`rmcp::ServerHandler`] over a [`Host`]: serve it over any rmcp
 /// transport (`ToolhostServer::new(host).serve(transport)` with
-/// [`rmcp::ServiceExt`]), or use [`serve_stdio`].
+/// [`rmcp::ServiceExt`]), or use [`serve_stdio`](super::stdio::serve_stdio).
 #[derive(Clone)]
 pub struct ToolhostServer {
     host: Arc<Host>,
@@ -197,17 +197,4 @@ impl ServerHandler for ToolhostServer {
         let result = self.run(call, progress).await;
         self.approvals.finish(&self.host, asking, result)
     }
-}
-
-/// Serve `server`'s tools over stdin/stdout until the client closes stdin,
-/// through the JSON-RPC front (`serve::framing`). Nothing but the protocol
-/// is written to stdout.
-pub async fn serve_stdio(server: ToolhostServer) -> anyhow::Result<()> {
-    super::framing::serve(tokio::io::stdin(), tokio::io::stdout(), |read, write| async move {
-        let running = server.serve((read, write)).await?;
-        let reason = running.waiting().await?;
-        tracing::info!(?reason, "MCP session ended");
-        Ok(())
-    })
-    .await
 }

@@ -366,8 +366,8 @@ fn precheck(body: &[u8]) -> Option<Response<HttpBody>> {
             &jsonrpc::error_response(Value::Null, INVALID_REQUEST, why),
         ));
     }
-    match jsonrpc::classify(&value) {
-        Classified::Forward => None,
+    match jsonrpc::classify(value) {
+        Classified::Forward(_) => None,
         Classified::Answer(answer) => Some(json(StatusCode::BAD_REQUEST, &answer)),
         Classified::Drop(why) => Some(plain(StatusCode::BAD_REQUEST, format!("Bad Request: {why}"))),
     }
