@@ -295,8 +295,11 @@ impl HostBuilder {
         });
         let mut registry = Registry::new();
         let mut loaded = Vec::new();
-        for (name, bytes, grants) in self.sources()? {
-            let mut plugin = Plugin::load(&engine, &linker, &name, &bytes, &grants).await?;
+        for Source { name, bytes, grants, builtin } in self.sources()? {
+            let mut plugin = match builtin {
+                Some(builtin) => Plugin::load_builtin(&engine, &linker, builtin, &grants).await?,
+                None => Plugin::load(&engine, &linker, &name, &bytes, &grants).await?,
+            };
             plugin.resolve_exec(&search, work_dir.as_deref());
             let plugin = Arc::new(plugin);
             registry.register(plugin.clone())?;
@@ -430,7 +433,7 @@ impl HostBuilder {
 
     /// Every plugin to load, in order (builtins, the policy's, the ad-hoc ones), with
     /// its bytes and grants.
-    fn sources(&self) -> Result<Vec<(String, Vec<u8>, PluginGrants)>, LoadError> {
+    fn sources(&self) -> Result<Vec<Source>, LoadError> {
         let read = |path: &PathBuf| crate::load::inspect::read_component(path);
         let env_for = |name: &str| -> Vec<(String, String)> {
             self.env.iter().filter(|(p, _, _)| p == name).map(|(_, k, v)| (k.clone(), v.clone())).collect()
@@ -444,9 +447,10 @@ impl HostBuilder {
         let mut sources = Vec::new();
         if !self.no_builtins {
             let policy = self.policy.clone().unwrap_or_default();
-            for (name, bytes) in builtins::ALL {
+            for builtin in builtins::ALL {
+                let name = builtin.name;
                 let mut grants = base(name, GrantSource::Builtin);
-                if *name == builtins::EXEC_PLUGIN {
+                if name == builtins::EXEC_PLUGIN {
                     grants.exec = self.builtin_exec.clone().unwrap_or_else(|| policy.builtins.exec.clone());
                     // Granted nothing to run: its tools are left out rather than refused.
                     if grants.exec.is_empty() {
@@ -454,10 +458,10 @@ impl HostBuilder {
                     }
                     grants.env.extend(self.builtin_env(&policy));
                 }
-                if *name == builtins::FS_PLUGIN {
+                if name == builtins::FS_PLUGIN {
                     fs_settings(&mut grants.env, &policy);
                 }
-                sources.push((name.to_string(), bytes.to_vec(), grants));
+                sources.push(Source { name: name.into(), bytes: Vec::new(), grants, builtin: Some(builtin) });
             }
         }
         let entries = self.policy.as_ref().map(|p| p.plugins.as_slice()).unwrap_or_default();
@@ -465,7 +469,7 @@ impl HostBuilder {
         for entry in entries {
             let mut grants = entry.grants(&self.limits, self.network.allow_private, host_env());
             grants.env.extend(env_for(&entry.name));
-            sources.push((entry.name.clone(), read(&entry.source)?, grants));
+            sources.push(Source::file(entry.name.clone(), read(&entry.source)?, grants));
         }
         let listed = |path: &PathBuf| {
             let canonical = path.canonicalize().ok();
@@ -482,8 +486,23 @@ impl HostBuilder {
                 grants.sockets = Sockets::Stub;
             }
             grants.exec = self.plugin_exec.clone();
-            sources.push((name, bytes, grants));
+            sources.push(Source::file(name, bytes, grants));
         }
         Ok(sources)
+    }
+}
+
+/// One plugin to load: a builtin the binary carries, or a component's bytes.
+struct Source {
+    name: String,
+    /// The component (empty for a builtin: see `builtin`).
+    bytes: Vec<u8>,
+    grants: PluginGrants,
+    builtin: Option<&'static builtins::Builtin>,
+}
+
+impl Source {
+    fn file(name: String, bytes: Vec<u8>, grants: PluginGrants) -> Self {
+        Self { name, bytes, grants, builtin: None }
     }
 }

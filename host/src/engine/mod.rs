@@ -12,9 +12,10 @@ use std::thread;
 use std::time::Duration;
 
 use wasmtime::component::Component;
-use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig};
 
 mod cache;
+mod config;
 
 use crate::error::LoadError;
 use cache::CompileCache;
@@ -57,8 +58,7 @@ impl Engine {
     /// Build the engine and start its epoch ticker (a thread that stops by
     /// itself when the last clone of the engine is dropped).
     pub fn new(settings: &EngineSettings) -> Result<Self, LoadError> {
-        let mut config = Config::new();
-        config.consume_fuel(true).epoch_interruption(true).wasm_component_model(true);
+        let mut config = config::code_config();
 
         // Each call instantiates afresh, so keep instance slots ready. One
         // component instance holds several core instances, memories and tables.
@@ -110,11 +110,38 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Load `precompiled`, code this binary carries (a builtin plugin compiled
+    /// by `build.rs` with this engine's code settings), when it fits this
+    /// engine; otherwise (another CPU, a cross build, an empty artifact) fall
+    /// back to [`Engine::component`] on `bytes`.
+    pub(crate) fn embedded(
+        &self,
+        precompiled: &'static [u8],
+        bytes: &[u8],
+        sha256: &str,
+    ) -> Result<LoadedComponent, LoadError> {
+        if !precompiled.is_empty() {
+            // SAFETY: the artifact is part of this binary, written by its own
+            // build script with wasmtime =48.0.8 and `config::code_config`;
+            // wasmtime checks its header, version and settings against this
+            // engine and refuses one that does not fit.
+            #[allow(unsafe_code)]
+            match unsafe { Component::deserialize(&self.inner, precompiled) } {
+                Ok(component) => return Ok(LoadedComponent { component, from_cache: true }),
+                Err(err) => tracing::debug!("compiling a builtin: its precompiled code does not fit: {err:#}"),
+            }
+        }
+        self.component(bytes, sha256)
+    }
+}
+
 /// A compiled component and whether it came from the cache.
 pub struct LoadedComponent {
     /// The component, ready to link.
     pub component: Component,
-    /// True when it was loaded from the compile cache rather than compiled.
+    /// True when it was loaded from the compile cache (or, for a builtin,
+    /// from the code the binary carries) rather than compiled.
     pub from_cache: bool,
 }
 

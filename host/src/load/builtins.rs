@@ -1,11 +1,36 @@
 //! The builtin tools, embedded in the binary (built by `build.rs` from
-//! `plugins/` for `wasm32-wasip2`).
+//! `plugins/` for `wasm32-wasip2`), each with its sha256 and its code
+//! precompiled at build time for this machine.
 
-/// `(display name, component bytes)` of every builtin plugin.
-pub(crate) const ALL: &[(&str, &[u8])] = &[
-    ("builtin:fs", include_bytes!(env!("TOOLHOST_WASM_TOOLHOST_FS"))),
-    ("builtin:web", include_bytes!(env!("TOOLHOST_WASM_TOOLHOST_WEB"))),
-    ("builtin:sys", include_bytes!(env!("TOOLHOST_WASM_TOOLHOST_SYS"))),
+/// One builtin plugin as the binary carries it.
+pub(crate) struct Builtin {
+    /// The display name (`builtin:fs`).
+    pub(crate) name: &'static str,
+    /// The component.
+    pub(crate) bytes: &'static [u8],
+    /// Its sha256, hex.
+    pub(crate) sha256: &'static str,
+    /// Its code, compiled by `build.rs` with the engine's code settings (empty
+    /// in a cross build); used when it fits the engine, else the bytes are compiled.
+    pub(crate) precompiled: &'static [u8],
+}
+
+macro_rules! builtin {
+    ($name:literal, $var:literal) => {
+        Builtin {
+            name: $name,
+            bytes: include_bytes!(env!(concat!("TOOLHOST_WASM_", $var))),
+            sha256: env!(concat!("TOOLHOST_SHA256_", $var)),
+            precompiled: include_bytes!(env!(concat!("TOOLHOST_CWASM_", $var))),
+        }
+    };
+}
+
+/// Every builtin plugin.
+pub(crate) const ALL: &[Builtin] = &[
+    builtin!("builtin:fs", "TOOLHOST_FS"),
+    builtin!("builtin:web", "TOOLHOST_WEB"),
+    builtin!("builtin:sys", "TOOLHOST_SYS"),
 ];
 
 /// The builtin plugin that starts programs (`terminal`, `git`): it alone gets the

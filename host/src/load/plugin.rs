@@ -78,6 +78,20 @@ impl Plugin {
         Self::from_component(engine, linker, name, bytes, sha256, loaded, grants).await
     }
 
+    /// Load a builtin plugin the binary carries: its sha256 was taken and its code
+    /// compiled at build time (used when it fits the engine).
+    pub(crate) async fn load_builtin(
+        engine: &Engine,
+        linker: &Linker<CallState>,
+        builtin: &crate::load::builtins::Builtin,
+        grants: &PluginGrants,
+    ) -> Result<Self, LoadError> {
+        let sha256 = builtin.sha256.to_string();
+        check_identity(builtin.name, &sha256, grants)?;
+        let loaded = engine.embedded(builtin.precompiled, builtin.bytes, &sha256)?;
+        Self::from_component(engine, linker, builtin.name, builtin.bytes, sha256, loaded, grants).await
+    }
+
     /// The rest of [`Plugin::load`], for a component already hashed, checked against
     /// its pin and compiled: imports checked, linked, its tools listed.
     pub(crate) async fn from_component(
