@@ -379,6 +379,11 @@ async fn the_compile_cache_is_used_on_the_second_build() {
 
     let first = build().await;
     assert!(!hostile_cached(&first), "the first build found an empty cache warm");
+    // The builtins' code is in the binary (precompiled by host/build.rs): even
+    // a first start on an empty cache compiles none of them.
+    let builtins: Vec<_> = first.plugins().iter().filter(|p| p.name().starts_with("builtin:")).collect();
+    assert_eq!(builtins.len(), 3);
+    assert!(builtins.iter().all(|p| p.from_cache()), "a builtin was compiled at start");
     assert_eq!(first.plugins()[0].name(), "builtin:fs");
     let last = first.plugins().last().unwrap();
     assert_eq!(last.name(), HOSTILE_WASM, "builtins load first, then --plugin ones");
@@ -387,6 +392,7 @@ async fn the_compile_cache_is_used_on_the_second_build() {
     drop(first);
 
     let artifacts = files_with_extension(cache.path(), "cwasm");
+    assert_eq!(artifacts.len(), 1, "only the hostile plugin was compiled: {artifacts:?}");
     assert!(
         artifacts.iter().any(|p| p.file_name().unwrap().to_string_lossy() == format!("{sha}.cwasm")),
         "no {sha}.cwasm under the cache dir: {artifacts:?}"

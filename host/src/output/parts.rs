@@ -137,7 +137,7 @@ async fn keep_and_clamp(
         return clamp_part(&text, max_bytes, call_id, part, &Stored::TooLarge);
     }
     let text: Arc<str> = text.into();
-    let stored = store.put_part(call_id, part, text.clone()).await;
+    let stored = store.keep(call_id, part, text.clone(), text.len() > max_bytes).await;
     clamp_part(&text, max_bytes, call_id, part, &stored)
 }
 

@@ -1,7 +1,8 @@
 //! [`OutputStore`]: the full text of every part of recent calls' results, by
-//! call id and part, within a byte budget: in this process's memory, in a
-//! directory several processes share (`super::disk`), or in a Redis several
-//! machines share (`super::redis`).
+//! call id and part, within a byte budget, in this process's memory; with a
+//! directory several processes share (`super::disk`) or a Redis several
+//! machines share (`super::redis`), the parts that were cut go there too, so a
+//! `read_output` answered by another instance finds them.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -22,13 +23,20 @@ pub const DEFAULT_REDIS_EXPIRY: Duration = Duration::from_secs(3600);
 /// Full texts by call id and [`Part`], least recently used (on disk and in
 /// Redis: oldest) dropped first once the total passes a byte budget. A miss is
 /// normal (evicted, expired or never stored).
+///
+/// Every part is kept in memory. A part that was cut (its marker names
+/// `read_output`) is also written to the shared store when there is one: that
+/// is the text a caller cannot have whole from the result, and the one another
+/// instance may be asked for. A part the caller got whole stays in this process
+/// alone, so a call whose output fits costs no file and no round trip.
 pub struct OutputStore {
-    backend: Backend,
+    memory: Mutex<Inner>,
+    shared: Option<Shared>,
     max_bytes: usize,
 }
 
-enum Backend {
-    Memory(Mutex<Inner>),
+/// Where cut parts are shared with other host processes.
+enum Shared {
     Disk(DiskStore),
     Redis(RedisStore),
 }
@@ -82,18 +90,20 @@ pub enum StoreError {
 impl OutputStore {
     /// A store holding at most `max_bytes` of text in total.
     pub fn new(max_bytes: usize) -> Self {
-        let inner = Inner { entries: LruCache::unbounded(), bytes: 0 };
-        Self { backend: Backend::Memory(Mutex::new(inner)), max_bytes }
+        let memory = Mutex::new(Inner { entries: LruCache::unbounded(), bytes: 0 });
+        Self { memory, shared: None, max_bytes }
     }
 
-    /// A store in the directory `dir` (created 0700 when missing), which other
-    /// host processes may share: at most `max_bytes` and 4096
-    /// files. Refused when `dir` is a symlink, not a directory, or writable by others.
+    /// A store sharing cut parts through the directory `dir` (created 0700
+    /// when missing) with other host processes: at most `max_bytes` and 4096
+    /// files there. Refused when `dir` is a symlink, not a directory, or
+    /// writable by others.
     pub fn on_disk(dir: &Path, max_bytes: usize) -> std::io::Result<Self> {
-        Ok(Self { backend: Backend::Disk(DiskStore::open(dir, max_bytes, DISK_MAX_FILES)?), max_bytes })
+        let shared = Shared::Disk(DiskStore::open(dir, max_bytes, DISK_MAX_FILES)?);
+        Ok(Self { shared: Some(shared), ..Self::new(max_bytes) })
     }
 
-    /// A store in the Redis at `url` (`redis://[:PASSWORD@]HOST:PORT[/DB]`),
+    /// A store sharing cut parts through the Redis at `url` (`redis://[:PASSWORD@]HOST:PORT[/DB]`),
     /// which host processes on several machines may share: at most
     /// `max_bytes` and `max_entries` (the host uses 4096), each kept at most
     /// `expiry`. Fails when the URL is unfit or Redis does not answer a `PING`
@@ -105,13 +115,13 @@ impl OutputStore {
         expiry: Duration,
     ) -> Result<Self, StoreError> {
         let redis = RedisStore::connect(url, max_bytes, max_entries, expiry).await?;
-        Ok(Self { backend: Backend::Redis(redis), max_bytes })
+        Ok(Self { shared: Some(Shared::Redis(redis)), ..Self::new(max_bytes) })
     }
 
     /// The directory of a store on disk.
     pub fn dir(&self) -> Option<&Path> {
-        match &self.backend {
-            Backend::Disk(disk) => Some(disk.dir()),
+        match &self.shared {
+            Some(Shared::Disk(disk)) => Some(disk.dir()),
             _ => None,
         }
     }
@@ -119,10 +129,10 @@ impl OutputStore {
     /// Where the store is, for messages: `memory`, the directory, or the
     /// Redis URL without its password.
     pub fn location(&self) -> String {
-        match &self.backend {
-            Backend::Memory(_) => "memory".into(),
-            Backend::Disk(disk) => disk.dir().display().to_string(),
-            Backend::Redis(redis) => redis.url().to_string(),
+        match &self.shared {
+            None => "memory".into(),
+            Some(Shared::Disk(disk)) => disk.dir().display().to_string(),
+            Some(Shared::Redis(redis)) => redis.url().to_string(),
         }
     }
 
@@ -131,33 +141,42 @@ impl OutputStore {
         self.max_bytes
     }
 
-    /// Keep the content `output` of `call_id` (replacing an earlier one). An
-    /// output larger than the whole budget is not kept.
+    /// Keep the content `output` of `call_id` (replacing an earlier one), in
+    /// memory. An output larger than the whole budget is not kept.
     pub async fn put(&self, call_id: &str, output: Arc<str>) -> Stored {
-        self.put_part(call_id, Part::Content, output).await
+        self.keep(call_id, Part::Content, output, false).await
     }
 
     /// Keep the full text of `part` of `call_id`'s result (replacing an earlier
-    /// one). Nothing is kept when it is larger than the whole budget or the
-    /// store fails; the answer says which.
+    /// one), in memory and in the shared store. Nothing is kept when it is
+    /// larger than the whole budget or the shared store fails; the answer says
+    /// which.
     pub async fn put_part(&self, call_id: &str, part: Part, text: Arc<str>) -> Stored {
+        self.keep(call_id, part, text, true).await
+    }
+
+    /// Keep `text` as `part` of `call_id` in memory, and in the shared store
+    /// too when `cut` (the caller got only part of it).
+    pub(crate) async fn keep(&self, call_id: &str, part: Part, text: Arc<str>, cut: bool) -> Stored {
         if text.len() > self.max_bytes {
             return Stored::TooLarge;
         }
-        let inner = match &self.backend {
-            Backend::Memory(inner) => inner,
-            Backend::Disk(disk) => return disk.put(call_id, part, &text),
-            Backend::Redis(redis) => {
-                return match redis.put(call_id, part, &text).await {
+        if cut && let Some(shared) = &self.shared {
+            let stored = match shared {
+                Shared::Disk(disk) => disk.put(call_id, part, &text),
+                Shared::Redis(redis) => match redis.put(call_id, part, &text).await {
                     Ok(()) => Stored::Kept,
                     Err(error) => {
                         tracing::warn!(%error, "could not store an output");
                         Stored::Failed(error.to_string())
                     }
-                };
+                },
+            };
+            if !stored.is_kept() {
+                return stored;
             }
-        };
-        let mut inner = inner.lock().unwrap_or_else(|p| p.into_inner());
+        }
+        let mut inner = self.memory.lock().unwrap_or_else(|p| p.into_inner());
         inner.bytes += text.len();
         if let Some(old) = inner.entries.put((call_id.to_string(), part), text) {
             inner.bytes -= old.len();
@@ -188,25 +207,28 @@ impl OutputStore {
         }
     }
 
-    /// The full text of `part` of `call_id`'s result: `Ok(None)` when it is
-    /// not kept (evicted, expired, never stored), an error when the store
-    /// could not be asked.
+    /// The full text of `part` of `call_id`'s result, from memory, else from
+    /// the shared store: `Ok(None)` when it is not kept (evicted, expired,
+    /// never stored), an error when the shared store could not be asked.
     pub async fn fetch_part(&self, call_id: &str, part: Part) -> Result<Option<Arc<str>>, StoreError> {
-        let inner = match &self.backend {
-            Backend::Memory(inner) => inner,
-            Backend::Disk(disk) => return Ok(disk.get(call_id, part)),
-            Backend::Redis(redis) => return redis.get(call_id, part).await,
-        };
-        let mut inner = inner.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(inner.entries.get(&(call_id.to_string(), part)).cloned())
+        let key = (call_id.to_string(), part);
+        if let Some(text) = self.memory.lock().unwrap_or_else(|p| p.into_inner()).entries.get(&key) {
+            return Ok(Some(text.clone()));
+        }
+        match &self.shared {
+            None => Ok(None),
+            Some(Shared::Disk(disk)) => Ok(disk.get(call_id, part)),
+            Some(Shared::Redis(redis)) => redis.get(call_id, part).await,
+        }
     }
 
-    /// Bytes currently kept.
+    /// Bytes currently kept: in the shared store when there is one, else in
+    /// memory.
     pub async fn bytes(&self) -> Result<usize, StoreError> {
-        match &self.backend {
-            Backend::Memory(inner) => Ok(inner.lock().unwrap_or_else(|p| p.into_inner()).bytes),
-            Backend::Disk(disk) => Ok(disk.bytes()),
-            Backend::Redis(redis) => redis.bytes().await,
+        match &self.shared {
+            None => Ok(self.memory.lock().unwrap_or_else(|p| p.into_inner()).bytes),
+            Some(Shared::Disk(disk)) => Ok(disk.bytes()),
+            Some(Shared::Redis(redis)) => redis.bytes().await,
         }
     }
 }
@@ -245,5 +267,20 @@ mod tests {
         // The error was the least recently used.
         assert_eq!(store.get_part("a", Part::Error).await, None);
         assert_eq!(store.bytes().await.unwrap(), 8);
+    }
+
+    #[tokio::test]
+    async fn only_cut_parts_are_shared_and_every_part_is_read_back_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = OutputStore::on_disk(&dir.path().join("outputs"), 1000).unwrap();
+        let b = OutputStore::on_disk(&dir.path().join("outputs"), 1000).unwrap();
+        assert!(a.keep("whole", Part::Content, "fits".into(), false).await.is_kept());
+        assert!(a.keep("cut", Part::Content, "too long".into(), true).await.is_kept());
+        assert_eq!(a.get("whole").await.as_deref(), Some("fits"));
+        assert_eq!(a.get("cut").await.as_deref(), Some("too long"));
+        // Another instance finds what was cut, and only that.
+        assert_eq!(b.get("cut").await.as_deref(), Some("too long"));
+        assert_eq!(b.get("whole").await, None);
+        assert_eq!(std::fs::read_dir(dir.path().join("outputs")).unwrap().count(), 1);
     }
 }
