@@ -338,9 +338,12 @@ async fn grep() {
     report("grep -rn over the same tree", theirs);
 }
 
-/// 1 MB for every request (the route of the loopback test server).
-fn one_mb(_: &toolhost_tests::net::Request) -> toolhost_tests::net::Reply {
-    toolhost_tests::net::Reply::Stream(1 << 20)
+/// 5 bytes for `/tiny`, 1 MB for anything else (the route of the loopback test server).
+fn one_mb(request: &toolhost_tests::net::Request) -> toolhost_tests::net::Reply {
+    match request.target.as_str() {
+        "/tiny" => toolhost_tests::net::Reply::Ok(b"tiny\n".to_vec()),
+        _ => toolhost_tests::net::Reply::Stream(1 << 20),
+    }
 }
 
 /// 1 MB from a loopback server: through the net test plugin and the pinned fetch, and
@@ -408,6 +411,7 @@ async fn fetch() {
 /// JavaScript tool's `fetch()` (componentize-js, wasi:http), a Rust guest reading the
 /// body with wasi:http, a Rust guest using toolhost's `fetch` import, and the pinned
 /// client alone (the host's `FetchClient`, no guest). The guests report the length only.
+/// The JS tool fetching 5 bytes shows what its call costs before the body does.
 async fn http() {
     const N: usize = 200;
     const WARM: usize = 20;
@@ -433,10 +437,11 @@ async fn http() {
         ("get_page", json!({"url": url, "preview_chars": 0}), "\"bytes\":1048576"),
         ("http_send", json!({"url": url}), "status 200 read 1048576"),
         ("fetch_raw", json!({"url": url, "max_bytes": 2 << 20, "length_only": true}), "\n1048576 bytes"),
+        ("get_page", json!({"url": format!("http://{addr}/tiny"), "preview_chars": 0}), "\"bytes\":5"),
     ];
     let pinned = host.network().client();
     let grant = toolhost::NetGrant { hosts: host.network().plugin_hosts.clone(), allow_private: true };
-    let mut samples: [Vec<Duration>; 4] = Default::default();
+    let mut samples: [Vec<Duration>; 5] = Default::default();
     for i in 0..WARM + N {
         for (at, (name, args, want)) in calls.iter().enumerate() {
             let started = Instant::now();
@@ -454,7 +459,7 @@ async fn http() {
         let took = started.elapsed();
         assert_eq!(r.body.len(), 1 << 20);
         if i >= WARM {
-            samples[3].push(took);
+            samples[4].push(took);
         }
     }
     let medians: Vec<Duration> = samples
@@ -469,12 +474,13 @@ async fn http() {
         "1 MB: JS fetch() via wasi:http (fetcher)",
         "1 MB: Rust guest via wasi:http (http_send)",
         "1 MB: Rust guest via toolhost fetch (fetch_raw)",
+        "5 B: JS fetch() via wasi:http (fetcher)",
         "1 MB: pinned client alone (FetchClient)",
     ];
     for (label, s) in labels.iter().zip(samples) {
         report(label, s);
     }
-    let base = medians[3].as_secs_f64();
+    let base = medians[4].as_secs_f64();
     for (label, m) in labels.iter().zip(&medians).take(3) {
         println!("{label} / pinned client alone, median: {:.2}x", m.as_secs_f64() / base);
     }
