@@ -346,25 +346,45 @@ fn one_mb(request: &toolhost_tests::net::Request) -> toolhost_tests::net::Reply 
     }
 }
 
-/// 1 MB from a loopback server: through the net test plugin and the pinned fetch, and
-/// natively with reqwest.
-async fn fetch() {
-    const N: usize = 200;
+/// The loopback server of [`one_mb`], and a host (no builtins, yolo mode) whose `plugins`
+/// may reach it.
+async fn one_mb_host(plugins: &[&Path]) -> (std::net::SocketAddr, Host) {
     let (addr, _) = toolhost_tests::net::server(one_mb).await;
-    let url = format!("http://{addr}/one-mb");
     let network = NetworkSettings {
         allow_private: true,
         plugin_hosts: vec![HostPattern::parse("127.0.0.1").expect("pattern")],
         ..NetworkSettings::default()
     };
-    let host = Host::builder()
+    let mut builder = Host::builder()
         .without_builtins()
-        .plugin_file(NET_WASM)
+        .mode(toolhost::Mode::Yolo)
         .network(network)
-        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
-        .build()
-        .await
-        .expect("host with the net plugin");
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() });
+    for plugin in plugins {
+        builder = builder.plugin_file(*plugin);
+    }
+    (addr, builder.build().await.expect("host with the network plugins"))
+}
+
+/// One 1 MB fetch of `url` by `host`'s pinned client alone (no plugin, no sandbox), timed.
+async fn pinned_one_mb(host: &Host, url: &str) -> Duration {
+    let grant = toolhost::NetGrant { hosts: host.network().plugin_hosts.clone(), allow_private: true };
+    let client = host.network().client();
+    let started = Instant::now();
+    let mut req = toolhost::FetchRequest::get(url.to_owned());
+    req.max_bytes = Some(2 << 20);
+    let r = client.fetch(&grant, req, None).await.expect("pinned fetch");
+    let took = started.elapsed();
+    assert_eq!(r.body.len(), 1 << 20);
+    took
+}
+
+/// 1 MB from a loopback server: through the net test plugin and the pinned fetch, and
+/// natively with reqwest.
+async fn fetch() {
+    const N: usize = 200;
+    let (addr, host) = one_mb_host(&[Path::new(NET_WASM)]).await;
+    let url = format!("http://{addr}/one-mb");
     let args = json!({"url": url, "max_bytes": 2 << 20});
     let mut ours = Vec::with_capacity(N);
     for i in 0..N + 20 {
@@ -377,16 +397,9 @@ async fn fetch() {
         }
     }
     // The pinned client alone, without the plugin and the sandbox around it.
-    let pinned = host.network().client();
-    let grant = toolhost::NetGrant { hosts: host.network().plugin_hosts.clone(), allow_private: true };
     let mut bare = Vec::with_capacity(N);
     for i in 0..N + 20 {
-        let started = Instant::now();
-        let mut req = toolhost::FetchRequest::get(url.clone());
-        req.max_bytes = Some(2 << 20);
-        let r = pinned.fetch(&grant, req, None).await.expect("pinned fetch");
-        let took = started.elapsed();
-        assert_eq!(r.body.len(), 1 << 20);
+        let took = pinned_one_mb(&host, &url).await;
         if i >= 20 {
             bare.push(took);
         }
@@ -415,32 +428,15 @@ async fn fetch() {
 async fn http() {
     const N: usize = 200;
     const WARM: usize = 20;
-    let (addr, _) = toolhost_tests::net::server(one_mb).await;
+    let fetcher = toolhost_tests::example_wasm("fetcher");
+    let (addr, host) = one_mb_host(&[&fetcher, Path::new(TEST_HTTP_WASM), Path::new(NET_WASM)]).await;
     let url = format!("http://{addr}/one-mb");
-    let network = NetworkSettings {
-        allow_private: true,
-        plugin_hosts: vec![HostPattern::parse("127.0.0.1").expect("pattern")],
-        ..NetworkSettings::default()
-    };
-    let host = Host::builder()
-        .without_builtins()
-        .mode(toolhost::Mode::Yolo)
-        .plugin_file(toolhost_tests::example_wasm("fetcher"))
-        .plugin_file(TEST_HTTP_WASM)
-        .plugin_file(NET_WASM)
-        .network(network)
-        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
-        .build()
-        .await
-        .expect("host with the fetcher, http and net plugins");
     let calls = [
         ("get_page", json!({"url": url, "preview_chars": 0}), "\"bytes\":1048576"),
         ("http_send", json!({"url": url}), "status 200 read 1048576"),
         ("fetch_raw", json!({"url": url, "max_bytes": 2 << 20, "length_only": true}), "\n1048576 bytes"),
         ("get_page", json!({"url": format!("http://{addr}/tiny"), "preview_chars": 0}), "\"bytes\":5"),
     ];
-    let pinned = host.network().client();
-    let grant = toolhost::NetGrant { hosts: host.network().plugin_hosts.clone(), allow_private: true };
     let mut samples: [Vec<Duration>; 5] = Default::default();
     for i in 0..WARM + N {
         for (at, (name, args, want)) in calls.iter().enumerate() {
@@ -452,12 +448,7 @@ async fn http() {
                 samples[at].push(took);
             }
         }
-        let started = Instant::now();
-        let mut req = toolhost::FetchRequest::get(url.clone());
-        req.max_bytes = Some(2 << 20);
-        let r = pinned.fetch(&grant, req, None).await.expect("pinned fetch");
-        let took = started.elapsed();
-        assert_eq!(r.body.len(), 1 << 20);
+        let took = pinned_one_mb(&host, &url).await;
         if i >= WARM {
             samples[4].push(took);
         }

@@ -19,7 +19,7 @@ use toolhost_tests::{HOSTILE_WASM, NET_WASM, test_engine_settings, toolhost_bin}
 const PUBLIC: &str = "93.184.216.34";
 
 /// `METHOD target\nbody`, a redirect for `/redirect`, `/rebind` and `/private`, a
-/// drip for `/drip`, 5000 bytes for `/big`.
+/// drip for `/drip`, 5000 bytes for `/big`, 1 MB of response headers for `/big-head`.
 fn routes(request: &Request) -> Reply {
     match request.target.as_str() {
         "/redirect" => Reply::Redirect("/landed".into()),
@@ -27,6 +27,7 @@ fn routes(request: &Request) -> Reply {
         "/private" => Reply::Redirect("http://127.0.0.1/admin".into()),
         "/drip" => Reply::Drip,
         "/big" => Reply::Ok(vec![b'b'; 5000]),
+        "/big-head" => Reply::BigHead(1 << 20),
         target => {
             let body = String::from_utf8_lossy(&request.body);
             Reply::Ok(format!("{} {target}\n{body}", request.method).into_bytes())
@@ -202,6 +203,14 @@ async fn with_the_private_opt_out_a_loopback_server_is_reached() {
     let mut lines = r.output.lines();
     assert_eq!(lines.nth(2), Some("true"));
     assert_eq!(lines.next().map(str::len), Some(100));
+
+    let r = fetch(&host, json!({"url": format!("http://{addr}/big-head")})).await;
+    assert_eq!(code(&r), "too_large", "1 MB of response headers: {:?}", r.error);
+    assert!(
+        r.error.as_ref().is_some_and(|e| e.message.contains("response head is too large")),
+        "{:?}",
+        r.error
+    );
 
     let started = Instant::now();
     let r = fetch(&host, json!({"url": format!("http://{addr}/drip"), "timeout_ms": 500})).await;
