@@ -186,17 +186,39 @@ async fn a_huge_or_endless_body_is_cut_and_a_drip_hits_the_deadline() {
     net.connector.assert_no_violation();
 }
 
-/// `toolhost ARGS` with the tests' compile cache and data dir.
-fn toolhost(args: &[&str]) -> std::process::Output {
-    Command::new(toolhost_bin())
+/// `text` without its terminal colour sequences (`ESC [ … m`).
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|&c| c == 'm');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `toolhost ARGS` with the tests' compile cache and data dir, logging at `log`.
+fn toolhost_logging(args: &[&str], log: Option<&str>) -> std::process::Output {
+    let mut command = Command::new(toolhost_bin());
+    command
         .args(args)
         .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
         .env("TOOLHOST_CONFIG_DIR", toolhost_tests::test_config_dir())
         .env("TOOLHOST_CACHE_DIR", workspace_root().join("target").join("test-compile-cache"))
         .env_remove("TOOLHOST_LOG")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("running toolhost")
+        .stdin(std::process::Stdio::null());
+    if let Some(log) = log {
+        command.env("TOOLHOST_LOG", log);
+    }
+    command.output().expect("running toolhost")
+}
+
+/// `toolhost ARGS` with the tests' compile cache and data dir.
+fn toolhost(args: &[&str]) -> std::process::Output {
+    toolhost_logging(args, None)
 }
 
 /// Compile the 12 MB component into the cache once, before the tests that run the binary.
@@ -216,14 +238,15 @@ async fn the_cli_flags_grant_the_host_and_open_the_private_network() {
     let wasm = fetcher();
     let wasm = wasm.to_str().expect("utf-8");
     let args = json!({"url": url}).to_string();
-    let call = |extra: &[&str]| {
+    let call_logging = |extra: &[&str], log: Option<&str>| {
         let mut argv = vec!["call", "--json", "--no-builtins", "--mode", "yolo", "--plugin", wasm];
         argv.extend_from_slice(extra);
         argv.extend_from_slice(&["get_page", &args]);
-        let out = toolhost(&argv);
+        let out = toolhost_logging(&argv, log);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         (out.status.code(), stdout, String::from_utf8_lossy(&out.stderr).into_owned())
     };
+    let call = |extra: &[&str]| call_logging(extra, None);
 
     // No host: refused at load, naming the grant it needs.
     let (code, _, stderr) = call(&[]);
@@ -235,6 +258,16 @@ async fn the_cli_flags_grant_the_host_and_open_the_private_network() {
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     let doc: Value = serde_json::from_str(&stdout).expect("JSON");
     assert_eq!(doc["error"], format!("tool_error: fetch({url:?}) {REFUSED}"), "{doc}");
+    // The guest sees a generic network error; the host's log names the rule that refused.
+    let (code, _, stderr) = call_logging(&["--allow-host", "127.0.0.1"], Some("toolhost=info"));
+    assert_eq!(code, Some(1), "{stderr}");
+    let log = plain(&stderr);
+    assert!(
+        log.contains("wasi:http request refused or failed")
+            && log.contains("rule=\"private address\"")
+            && log.contains("fetcher.wasm"),
+        "{log}"
+    );
 
     // Both: the page.
     let (code, stdout, stderr) = call(&["--allow-host", "127.0.0.1", "--allow-private-network"]);
