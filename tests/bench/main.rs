@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|scale|typed ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|typed|http|scale ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost::{EngineSettings, Host, HostPattern, Limits, NetworkSettings, ToolCall};
-use toolhost_tests::{EXEC_WASM, HOSTILE_WASM, NET_WASM, TEST_HOOK_WASM, TEST_TYPED_WASM, workspace_root};
+use toolhost_tests::{
+    EXEC_WASM, HOSTILE_WASM, NET_WASM, TEST_HOOK_WASM, TEST_HTTP_WASM, TEST_TYPED_WASM, workspace_root,
+};
 
 mod scale;
 
@@ -76,6 +78,9 @@ fn main() {
         }
         if wants("typed") {
             typed().await;
+        }
+        if wants("http") {
+            http().await;
         }
     });
     if wants("list") {
@@ -338,57 +343,53 @@ async fn grep() {
     report("grep -rn over the same tree", theirs);
 }
 
-/// A loopback HTTP/1.1 server answering every request with `body` (one request per
-/// connection, as the pinned fetch makes them).
-async fn body_server(body: Vec<u8>) -> std::net::SocketAddr {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
-    let addr = listener.local_addr().expect("addr");
-    let response: std::sync::Arc<[u8]> = {
-        let mut r = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len())
-            .into_bytes();
-        r.extend_from_slice(&body);
-        r.into()
+/// 5 bytes for `/tiny`, 1 MB for anything else (the route of the loopback test server).
+fn one_mb(request: &toolhost_tests::net::Request) -> toolhost_tests::net::Reply {
+    match request.target.as_str() {
+        "/tiny" => toolhost_tests::net::Reply::Ok(b"tiny\n".to_vec()),
+        _ => toolhost_tests::net::Reply::Stream(1 << 20),
+    }
+}
+
+/// The loopback server of [`one_mb`], and a host (no builtins, yolo mode) whose `plugins`
+/// may reach it.
+async fn one_mb_host(plugins: &[&Path]) -> (std::net::SocketAddr, Host) {
+    let (addr, _) = toolhost_tests::net::server(one_mb).await;
+    let network = NetworkSettings {
+        allow_private: true,
+        plugin_hosts: vec![HostPattern::parse("127.0.0.1").expect("pattern")],
+        ..NetworkSettings::default()
     };
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let response = response.clone();
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut chunk = [0u8; 2048];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let _ = stream.write_all(&response).await;
-                let _ = stream.shutdown().await;
-            });
-        }
-    });
-    addr
+    let mut builder = Host::builder()
+        .without_builtins()
+        .mode(toolhost::Mode::Yolo)
+        .network(network)
+        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() });
+    for plugin in plugins {
+        builder = builder.plugin_file(*plugin);
+    }
+    (addr, builder.build().await.expect("host with the network plugins"))
+}
+
+/// One 1 MB fetch of `url` by `host`'s pinned client alone (no plugin, no sandbox), timed.
+async fn pinned_one_mb(host: &Host, url: &str) -> Duration {
+    let grant = toolhost::NetGrant { hosts: host.network().plugin_hosts.clone(), allow_private: true };
+    let client = host.network().client();
+    let started = Instant::now();
+    let mut req = toolhost::FetchRequest::get(url.to_owned());
+    req.max_bytes = Some(2 << 20);
+    let r = client.fetch(&grant, req, None).await.expect("pinned fetch");
+    let took = started.elapsed();
+    assert_eq!(r.body.len(), 1 << 20);
+    took
 }
 
 /// 1 MB from a loopback server: through the net test plugin and the pinned fetch, and
 /// natively with reqwest.
 async fn fetch() {
     const N: usize = 200;
-    let addr = body_server(vec![b'x'; 1 << 20]).await;
+    let (addr, host) = one_mb_host(&[Path::new(NET_WASM)]).await;
     let url = format!("http://{addr}/one-mb");
-    let network = NetworkSettings {
-        allow_private: true,
-        plugin_hosts: vec![HostPattern::parse("127.0.0.1").expect("pattern")],
-        ..NetworkSettings::default()
-    };
-    let host = Host::builder()
-        .without_builtins()
-        .plugin_file(NET_WASM)
-        .network(network)
-        .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
-        .build()
-        .await
-        .expect("host with the net plugin");
     let args = json!({"url": url, "max_bytes": 2 << 20});
     let mut ours = Vec::with_capacity(N);
     for i in 0..N + 20 {
@@ -401,16 +402,9 @@ async fn fetch() {
         }
     }
     // The pinned client alone, without the plugin and the sandbox around it.
-    let pinned = host.network().client();
-    let grant = toolhost::NetGrant { hosts: host.network().plugin_hosts.clone(), allow_private: true };
     let mut bare = Vec::with_capacity(N);
     for i in 0..N + 20 {
-        let started = Instant::now();
-        let mut req = toolhost::FetchRequest::get(url.clone());
-        req.max_bytes = Some(2 << 20);
-        let r = pinned.fetch(&grant, req, None).await.expect("pinned fetch");
-        let took = started.elapsed();
-        assert_eq!(r.body.len(), 1 << 20);
+        let took = pinned_one_mb(&host, &url).await;
         if i >= 20 {
             bare.push(took);
         }
@@ -429,6 +423,67 @@ async fn fetch() {
     report("fetch 1 MB via the net plugin (loopback)", ours);
     report("fetch 1 MB, pinned client alone", bare);
     report("fetch 1 MB, reqwest natively", theirs);
+}
+
+/// 1 MB over loopback, four ways, alternating so each sees the same machine: a
+/// JavaScript tool's `fetch()` (componentize-js, wasi:http), a Rust guest reading the
+/// body with wasi:http, a Rust guest using toolhost's `fetch` import, and the pinned
+/// client alone (the host's `FetchClient`, no guest). The guests report the length only.
+/// The JS tool fetching 5 bytes shows what its call costs before the body does.
+async fn http() {
+    const N: usize = 200;
+    const WARM: usize = 20;
+    let fetcher = toolhost_tests::example_wasm("fetcher");
+    let (addr, host) = one_mb_host(&[&fetcher, Path::new(TEST_HTTP_WASM), Path::new(NET_WASM)]).await;
+    let url = format!("http://{addr}/one-mb");
+    let calls = [
+        ("get_page", json!({"url": url, "preview_chars": 0}), "\"bytes\":1048576"),
+        ("http_send", json!({"url": url}), "status 200 read 1048576"),
+        ("fetch_raw", json!({"url": url, "max_bytes": 2 << 20, "length_only": true}), "\n1048576 bytes"),
+        ("get_page", json!({"url": format!("http://{addr}/tiny"), "preview_chars": 0}), "\"bytes\":5"),
+    ];
+    let mut samples: [Vec<Duration>; 5] = Default::default();
+    for i in 0..WARM + N {
+        for (at, (name, args, want)) in calls.iter().enumerate() {
+            let started = Instant::now();
+            let r = host.execute(ToolCall::new(*name, args.clone())).await;
+            let took = started.elapsed();
+            assert!(r.ok && r.output.contains(want), "{name}: {:?} {}", r.error, r.output);
+            if i >= WARM {
+                samples[at].push(took);
+            }
+        }
+        let took = pinned_one_mb(&host, &url).await;
+        if i >= WARM {
+            samples[4].push(took);
+        }
+    }
+    let medians: Vec<Duration> = samples
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            s.sort();
+            s[s.len() / 2]
+        })
+        .collect();
+    let labels = [
+        "1 MB: JS fetch() via wasi:http (fetcher)",
+        "1 MB: Rust guest via wasi:http (http_send)",
+        "1 MB: Rust guest via toolhost fetch (fetch_raw)",
+        "5 B: JS fetch() via wasi:http (fetcher)",
+        "1 MB: pinned client alone (FetchClient)",
+    ];
+    for (label, s) in labels.iter().zip(samples) {
+        report(label, s);
+    }
+    let base = medians[4].as_secs_f64();
+    for (label, m) in labels.iter().zip(&medians).take(3) {
+        println!("{label} / pinned client alone, median: {:.2}x", m.as_secs_f64() / base);
+    }
+    println!(
+        "JS fetch() / toolhost fetch import, median: {:.2}x",
+        medians[0].as_secs_f64() / medians[2].as_secs_f64()
+    );
 }
 
 /// What the permissions and the redactor add to a call: `decide` for a writing

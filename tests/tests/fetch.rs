@@ -7,147 +7,37 @@
 //! they are, and refuses (and records as a violation) anything else without opening a
 //! socket. Every test asserts there was no violation.
 
-use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use toolhost::{CancellationToken, Host, HostPattern, LoadError, NetworkSettings, ToolCall, ToolResult};
-use toolhost_tests::net::{RecordingConnector, ScriptedResolver};
+use toolhost::{CancellationToken, Host, HostPattern, LoadError, ToolCall, ToolResult};
+use toolhost_tests::net::{Net, RecordingConnector, Reply, Request, ScriptedResolver, server};
 use toolhost_tests::{HOSTILE_WASM, NET_WASM, test_engine_settings, toolhost_bin};
 
 /// A public-looking address the connector serves from the loopback test server.
 const PUBLIC: &str = "93.184.216.34";
 
-/// How the loopback server answers a request target.
-enum Reply {
-    Ok(Vec<u8>),
-    Redirect(String),
-    /// 200 declaring 1000 bytes, one byte every 200 ms.
-    Drip,
-}
-
-/// A one-request-per-connection HTTP/1.1 server on 127.0.0.1. Returns its address and
-/// the request lines it saw.
-async fn server(route: fn(&str, &str, &[u8]) -> Reply) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
-    let addr = listener.local_addr().expect("addr");
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let log = log.clone();
-            tokio::spawn(async move {
-                let _ = serve(stream, route, &log).await;
-            });
-        }
-    });
-    (addr, seen)
-}
-
-async fn serve(
-    mut stream: TcpStream,
-    route: fn(&str, &str, &[u8]) -> Reply,
-    log: &Mutex<Vec<String>>,
-) -> io::Result<()> {
-    let mut buf = Vec::new();
-    let end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        let mut chunk = [0u8; 4096];
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-    let length = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .unwrap_or(0);
-    while buf.len() < end + length {
-        let mut chunk = [0u8; 4096];
-        match stream.read(&mut chunk).await? {
-            0 => break,
-            n => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    let line = String::from_utf8_lossy(&buf[..end]).lines().next().unwrap_or_default().to_owned();
-    log.lock().expect("lock").push(line.clone());
-    let mut parts = line.split(' ');
-    let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
-    match route(method, target, &buf[end..]) {
-        Reply::Ok(body) => {
-            let head =
-                format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
-            stream.write_all(head.as_bytes()).await?;
-            stream.write_all(&body).await?;
-        }
-        Reply::Redirect(to) => {
-            let head = format!("HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\n\r\n");
-            stream.write_all(head.as_bytes()).await?;
-        }
-        Reply::Drip => {
-            stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n").await?;
-            for _ in 0..1000 {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                stream.write_all(b"x").await?;
-            }
-        }
-    }
-    stream.shutdown().await
-}
-
 /// `METHOD target\nbody`, a redirect for `/redirect`, `/rebind` and `/private`, a
-/// drip for `/drip`, 5000 bytes for `/big`.
-fn routes(method: &str, target: &str, body: &[u8]) -> Reply {
-    match target {
+/// drip for `/drip`, 5000 bytes for `/big`, 1 MB of response headers for `/big-head`.
+fn routes(request: &Request) -> Reply {
+    match request.target.as_str() {
         "/redirect" => Reply::Redirect("/landed".into()),
         "/rebind" => Reply::Redirect("http://rebind.test/again".into()),
         "/private" => Reply::Redirect("http://127.0.0.1/admin".into()),
         "/drip" => Reply::Drip,
         "/big" => Reply::Ok(vec![b'b'; 5000]),
-        _ => Reply::Ok(format!("{method} {target}\n{}", String::from_utf8_lossy(body)).into_bytes()),
-    }
-}
-
-/// The injected resolver and connector, kept to be inspected.
-struct Net {
-    resolver: Arc<ScriptedResolver>,
-    connector: Arc<RecordingConnector>,
-}
-
-impl Net {
-    fn new(resolver: ScriptedResolver, connector: RecordingConnector) -> Self {
-        Self { resolver: Arc::new(resolver), connector: Arc::new(connector) }
-    }
-
-    fn settings(&self, allow_private: bool, hosts: &[&str]) -> NetworkSettings {
-        NetworkSettings {
-            allow_private,
-            plugin_hosts: hosts.iter().map(|h| HostPattern::parse(h).expect("pattern")).collect(),
-            resolver: self.resolver.clone(),
-            connector: self.connector.clone(),
-            ..NetworkSettings::default()
+        "/big-head" => Reply::BigHead(1 << 20),
+        target => {
+            let body = String::from_utf8_lossy(&request.body);
+            Reply::Ok(format!("{} {target}\n{body}", request.method).into_bytes())
         }
     }
+}
 
-    async fn host(&self, allow_private: bool, hosts: &[&str]) -> Host {
-        Host::builder()
-            .without_builtins()
-            .engine_settings(test_engine_settings())
-            .plugin_file(NET_WASM)
-            .network(self.settings(allow_private, hosts))
-            .build()
-            .await
-            .expect("host with the net plugin builds")
-    }
+/// A host with the net plugin.
+async fn host(net: &Net, allow_private: bool, hosts: &[&str]) -> Host {
+    net.host(NET_WASM, net.settings(allow_private, hosts)).await
 }
 
 async fn fetch(host: &Host, args: Value) -> ToolResult {
@@ -170,7 +60,7 @@ async fn ssrf_targets_are_refused_before_any_connection() {
             .with("metadata.test", &["169.254.169.254"]),
         RecordingConnector::default(),
     );
-    let host = net.host(false, &["*"]).await;
+    let host = host(&net, false, &["*"]).await;
     let port = addr.port();
     let blocked = [
         "http://127.0.0.1/".to_owned(),
@@ -255,7 +145,7 @@ async fn a_public_name_is_fetched_through_the_pinned_address() {
         ScriptedResolver::default().with("public.test", &[PUBLIC]),
         RecordingConnector::default().map(PUBLIC, addr),
     );
-    let host = net.host(false, &["public.test"]).await;
+    let host = host(&net, false, &["public.test"]).await;
 
     let r = fetch(&host, json!({"url": "http://public.test/redirect"})).await;
     assert!(r.ok, "{:?}", r.error);
@@ -283,7 +173,7 @@ async fn dns_rebinding_through_the_plugin_is_blocked() {
         ScriptedResolver::default().script("rebind.test", &[&[PUBLIC], &["127.0.0.1"]]),
         RecordingConnector::default().map(PUBLIC, addr),
     );
-    let host = net.host(false, &["rebind.test"]).await;
+    let host = host(&net, false, &["rebind.test"]).await;
     let r = fetch(&host, json!({"url": "http://rebind.test/rebind"})).await;
     assert_eq!(code(&r), "blocked_url", "{:?}", r.error);
     let attempts = net.connector.attempts();
@@ -295,8 +185,8 @@ async fn dns_rebinding_through_the_plugin_is_blocked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_private_opt_out_a_loopback_server_is_reached() {
     let (addr, _seen) = server(routes).await;
-    let net = Net::new(ScriptedResolver::default(), RecordingConnector::default());
-    let host = net.host(true, &["127.0.0.1"]).await;
+    let net = Net::loopback();
+    let host = host(&net, true, &["127.0.0.1"]).await;
 
     let url = format!("http://{addr}/hello?x=1");
     let r = fetch(&host, json!({"url": url})).await;
@@ -314,6 +204,14 @@ async fn with_the_private_opt_out_a_loopback_server_is_reached() {
     assert_eq!(lines.nth(2), Some("true"));
     assert_eq!(lines.next().map(str::len), Some(100));
 
+    let r = fetch(&host, json!({"url": format!("http://{addr}/big-head")})).await;
+    assert_eq!(code(&r), "too_large", "1 MB of response headers: {:?}", r.error);
+    assert!(
+        r.error.as_ref().is_some_and(|e| e.message.contains("response head is too large")),
+        "{:?}",
+        r.error
+    );
+
     let started = Instant::now();
     let r = fetch(&host, json!({"url": format!("http://{addr}/drip"), "timeout_ms": 500})).await;
     assert_eq!(code(&r), "timeout");
@@ -327,8 +225,8 @@ async fn with_the_private_opt_out_a_loopback_server_is_reached() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_the_call_stops_the_fetch() {
     let (addr, seen) = server(routes).await;
-    let net = Net::new(ScriptedResolver::default(), RecordingConnector::default());
-    let host = net.host(true, &["*"]).await;
+    let net = Net::loopback();
+    let host = host(&net, true, &["*"]).await;
     let token = CancellationToken::new();
     let canceller = token.clone();
     tokio::spawn(async move {
@@ -346,7 +244,7 @@ async fn cancelling_the_call_stops_the_fetch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugin_importing_fetch_without_granted_hosts_is_refused_at_load() {
-    let net = Net::new(ScriptedResolver::default(), RecordingConnector::default());
+    let net = Net::loopback();
     let err = Host::builder()
         .without_builtins()
         .engine_settings(test_engine_settings())
@@ -368,7 +266,7 @@ async fn a_plugin_importing_fetch_without_granted_hosts_is_refused_at_load() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_a_plugin_that_imports_fetch_gets_a_network_grant() {
-    let net = Net::new(ScriptedResolver::default(), RecordingConnector::default());
+    let net = Net::loopback();
     let host = Host::builder()
         .without_builtins()
         .engine_settings(test_engine_settings())

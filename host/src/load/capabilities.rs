@@ -188,3 +188,50 @@ impl Requested {
         requested
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Limits;
+    use crate::imports::fetch::HostPattern;
+    use crate::policy::grants::GrantSource;
+
+    /// Grants of an ad-hoc plugin whose network lists `example.com`.
+    fn with_hosts() -> PluginGrants {
+        let mut grants = PluginGrants::new(GrantSource::AdHoc, Limits::default());
+        grants.net.hosts = vec![HostPattern::parse("example.com").expect("pattern")];
+        grants
+    }
+
+    fn refusal(imports: &[&str], grants: &PluginGrants) -> Option<(String, String)> {
+        let imports: Vec<String> = imports.iter().map(|i| (*i).to_owned()).collect();
+        match check_imports(&imports, grants) {
+            Ok(()) => None,
+            Err(LoadError::CapabilityDenied { interface, why }) => Some((interface, why)),
+            Err(other) => panic!("expected capability_denied, got {other}"),
+        }
+    }
+
+    #[test]
+    fn serving_http_is_refused_even_with_network_hosts() {
+        let grants = with_hosts();
+        let client = ["wasi:http/types@0.2.6", "wasi:http/outgoing-handler@0.2.6"];
+        assert_eq!(refusal(&client, &grants), None, "the client interfaces are granted");
+        for serving in ["wasi:http/incoming-handler@0.2.0", "wasi:http/incoming-handler@0.2.6"] {
+            let (interface, why) = refusal(&[client[0], serving], &grants).expect("refused");
+            assert_eq!(interface, serving);
+            assert!(why.contains("never serve HTTP"), "{why}");
+        }
+    }
+
+    #[test]
+    fn the_client_interfaces_without_hosts_are_refused_naming_the_grant() {
+        let grants = PluginGrants::new(GrantSource::AdHoc, Limits::default());
+        for import in ["wasi:http/types@0.2.0", "wasi:http/outgoing-handler@0.2.6"] {
+            let (interface, why) = refusal(&[import], &grants).expect("refused");
+            assert_eq!(interface, import);
+            assert!(why.contains("--allow-host"), "{why}");
+        }
+        assert!(Requested::from_imports(&["wasi:http/types@0.2.0".into()]).http);
+    }
+}

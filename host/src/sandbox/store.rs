@@ -183,7 +183,8 @@ pub(crate) fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, Loa
     crate::imports::files::add_to_linker(&mut linker, CallState::files).map_err(LoadError::engine)?;
     crate::imports::fetch::host::add_to_linker(&mut linker, CallState::fetch).map_err(LoadError::engine)?;
     crate::imports::exec::host::add_to_linker(&mut linker, CallState::exec).map_err(LoadError::engine)?;
-    crate::imports::http::add_to_linker(&mut linker, CallState::http).map_err(LoadError::engine)?;
+    crate::imports::http::add_to_linker(&mut linker, CallState::http, |s| &mut s.http)
+        .map_err(LoadError::engine)?;
     crate::imports::config::add_to_linker(&mut linker, CallState::config).map_err(LoadError::engine)?;
     Ok(linker)
 }

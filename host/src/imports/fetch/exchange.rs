@@ -135,8 +135,13 @@ where
         .await
         .map_err(|e| transport("HTTP handshake failed", &e))?;
     let work = async move {
-        let response =
-            sender.send_request(request).await.map_err(|e| transport("HTTP request failed", &e))?;
+        let response = sender.send_request(request).await.map_err(|e| {
+            if e.is_parse_too_large() {
+                FetchError::TooLarge(format!("the response head is too large: {e}"))
+            } else {
+                transport("HTTP request failed", &e)
+            }
+        })?;
         let (parts, body) = response.into_parts();
         let (body, truncated) = match plan(&parts)? {
             BodyPlan::Skip => (Vec::new(), false),

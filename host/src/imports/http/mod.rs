@@ -16,11 +16,16 @@
 //! [`FetchLimits::max_requests_per_call`](crate::imports::fetch::FetchLimits) requests and
 //! have `max_open_requests` open at once (`connection-limit-reached` past either).
 //!
-//! Per call, [`HttpState`] holds the context and the hooks; the store's resource table is
-//! shared with WASI. Dropping the store (the call ended, timed out or was cancelled)
+//! What wasmtime-wasi-http leaves unbounded is bounded per call ([`guard`]): the header
+//! bytes a guest builds in all, the requests it creates, and each request body's buffer
+//! ([`BODY_CHUNK`]); and a body the host cuts reaches the guest with its `error-code`.
+//!
+//! Per call, [`HttpState`] holds the context, the hooks and the header budget; the
+//! store's resource table is shared with WASI. Dropping the store (the call ended, timed out or was cancelled)
 //! aborts every request still running: wasmtime-wasi-http's tasks abort on drop.
 
 mod body;
+mod guard;
 mod send;
 
 use std::sync::Arc;
@@ -32,16 +37,21 @@ use wasmtime_wasi_http::{
 };
 
 use crate::imports::CallInfo;
-use crate::imports::fetch::NetAccess;
+use crate::imports::fetch::{FetchLimits, NetAccess};
 use send::{Budget, Sender};
 
-/// Request headers of at most this many bytes (in memory) a guest may build.
+/// Request headers of at most this many bytes (in memory) a guest may build in one set.
 const FIELD_SIZE_LIMIT: usize = 64 << 10;
+
+/// The most one write to an outgoing body may carry, and so what each body buffers
+/// (wasmtime-wasi-http's default is 1 MiB a body, however many bodies a guest opens).
+const BODY_CHUNK: usize = 64 << 10;
 
 /// One call's `wasi:http` state.
 pub(crate) struct HttpState {
     ctx: WasiHttpCtx,
     hooks: PinnedHooks,
+    built: guard::Built,
 }
 
 impl HttpState {
@@ -49,7 +59,12 @@ impl HttpState {
     pub(crate) fn new(net: Option<NetAccess>, call: CallInfo) -> Self {
         let mut ctx = WasiHttpCtx::new();
         ctx.set_field_size_limit(FIELD_SIZE_LIMIT);
-        Self { ctx, hooks: PinnedHooks { net, call, budget: Arc::new(Budget::default()) } }
+        // Without network access every request is refused when sent, with its error code.
+        let max_sent = net.as_ref().map_or(FetchLimits::default().max_requests_per_call, |n| {
+            n.client.limits().max_requests_per_call
+        });
+        let hooks = PinnedHooks { net, call, budget: Arc::new(Budget::default()) };
+        Self { ctx, hooks, built: guard::Built::new(max_sent) }
     }
 
     /// The view wasmtime-wasi-http works on, over the store's `table`.
@@ -71,6 +86,10 @@ struct PinnedHooks {
 type SendFuture = Box<dyn Future<Output = Result<(http::Response<WasiBody>, send::Io), Error>> + Send>;
 
 impl WasiHttpHooks for PinnedHooks {
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        BODY_CHUNK
+    }
+
     fn send_request(
         &mut self,
         request: http::Request<WasiBody>,
@@ -95,13 +114,14 @@ impl WasiHttpHooks for PinnedHooks {
     }
 }
 
-/// Link `wasi:http/outgoing-handler` and `wasi:http/types`, reaching each store's state
-/// through `get`.
+/// Link `wasi:http/outgoing-handler` and `wasi:http/types` (with [`guard`]'s checks),
+/// reaching each store's view through `get` and its [`HttpState`] through `state`.
 pub(crate) fn add_to_linker<T: Send + 'static>(
     linker: &mut Linker<T>,
     get: fn(&mut T) -> WasiHttpCtxView<'_>,
+    state: fn(&mut T) -> &mut HttpState,
 ) -> wasmtime::Result<()> {
     outgoing_handler::add_to_linker::<T, WasiHttp>(linker, get)?;
     types::add_to_linker::<T, WasiHttp>(linker, &Default::default(), get)?;
-    Ok(())
+    guard::add_to_linker(linker, get, state)
 }

@@ -162,6 +162,8 @@ impl Sender {
         let protocol = |e: hyper::Error| {
             let code = match std::error::Error::source(&e).and_then(|s| s.downcast_ref::<ErrorCode>()) {
                 Some(code) => code.clone(),
+                // hyper's bound on a response head (about 400 KiB).
+                None if e.is_parse_too_large() => ErrorCode::HttpResponseHeaderSectionSize(None),
                 None => ErrorCode::HttpProtocolError,
             };
             Refusal::new(code, "HTTP exchange", e.to_string())

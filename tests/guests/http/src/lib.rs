@@ -25,10 +25,40 @@ struct Send {
     repeat: Option<u32>,
     /// Read at most this many body bytes, then drop the body.
     read_at_most: Option<u64>,
+    /// POST, stream this many KiB of body, then drop the unfinished body and the
+    /// response future without waiting.
+    drop_after_kib: Option<u32>,
+    /// First build this many header sets of 60 KiB each and keep them all.
+    header_sets: Option<u32>,
+    /// First create this many requests, fill each one's body buffer, and keep them
+    /// all unsent.
+    hold: Option<u32>,
 }
 
 /// `status S read N` or `error CODE`, per request; with `repeat`, a tally.
 fn send(args: Send, _: &Context) -> Result<Output, ToolError> {
+    let mut kept = Vec::new();
+    for _ in 0..args.header_sets.unwrap_or(0) {
+        let fields = Fields::new();
+        if let Err(e) = fields.append("x-big", &[b'a'; 60 << 10]) {
+            return Ok(Output::text(format!("error header {e:?} after {} sets", kept.len())));
+        }
+        kept.push(fields);
+    }
+    let mut held = Vec::new();
+    for _ in 0..args.hold.unwrap_or(0) {
+        let request = OutgoingRequest::new(Fields::new());
+        let Ok(body) = request.body() else { return Ok(Output::text("error no body")) };
+        let Ok(out) = body.write() else { return Ok(Output::text("error no body stream")) };
+        // As much as the stream takes at once: what the host buffers for an unsent body.
+        let room = out.check_write().unwrap_or(0).min(1 << 20) as usize;
+        let _ = out.write(&vec![b'h'; room]);
+        // Dropped child first: the stream, its body, then the request.
+        held.push((out, body, request));
+    }
+    if !kept.is_empty() || !held.is_empty() {
+        return Ok(Output::text(format!("kept {} header sets, held {} requests", kept.len(), held.len())));
+    }
     let repeat = args.repeat.unwrap_or(1);
     if repeat == 1 {
         return Ok(Output::text(once(&args)));
@@ -64,7 +94,8 @@ fn once(args: &Send) -> String {
         }
     }
     let request = OutgoingRequest::new(headers);
-    let method = if args.body_mib.is_some() { Method::Post } else { Method::Get };
+    let posts = args.body_mib.is_some() || args.drop_after_kib.is_some();
+    let method = if posts { Method::Post } else { Method::Get };
     let set = request.set_method(&method).is_ok()
         && request.set_scheme(Some(&scheme)).is_ok()
         && request.set_authority(Some(authority)).is_ok()
@@ -77,6 +108,20 @@ fn once(args: &Send) -> String {
         Ok(future) => future,
         Err(e) => return code(&e),
     };
+    if let Some(kib) = args.drop_after_kib {
+        let Ok(out) = body.write() else { return "error no body stream".into() };
+        let chunk = [b'x'; 1024];
+        for _ in 0..kib {
+            if out.blocking_write_and_flush(&chunk).is_err() {
+                return "error the body stream closed early".into();
+            }
+        }
+        // Neither finished nor awaited: everything dropped mid-body.
+        drop(out);
+        drop(body);
+        drop(future);
+        return format!("dropped after {kib} KiB");
+    }
     if let Some(mib) = args.body_mib {
         let Ok(out) = body.write() else { return "error no body stream".into() };
         let chunk = [b'x'; 4096];

@@ -18,6 +18,8 @@ struct FetchRaw {
     timeout_ms: Option<u32>,
     /// Request body, as text.
     body: Option<String>,
+    /// Report the body's length (`N bytes`) instead of the body.
+    length_only: Option<bool>,
 }
 
 /// `status\nfinal_url\ntruncated\nbody`, or the fetch error with its own code.
@@ -27,7 +29,10 @@ fn fetch_raw(args: FetchRaw, _: &Context) -> Result<Output, ToolError> {
     req.timeout_ms = args.timeout_ms;
     req.body = args.body.map(String::into_bytes);
     let resp = http::fetch(&req)?;
-    let body = String::from_utf8_lossy(&resp.body);
+    let body = match args.length_only {
+        Some(true) => format!("{} bytes", resp.body.len()).into(),
+        _ => String::from_utf8_lossy(&resp.body),
+    };
     Ok(Output::text(format!("{}\n{}\n{}\n{body}", resp.status, resp.final_url, resp.truncated)))
 }
 
