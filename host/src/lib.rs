@@ -39,6 +39,8 @@ pub mod policy;
 mod protect;
 mod sandbox;
 mod serve;
+#[cfg(test)]
+mod test_support;
 
 // What an embedder uses, by stage: the host and its calls; loading and looking at
 // plugins; the grants and limits a plugin gets; the capabilities' settings; the

@@ -7,17 +7,12 @@
 //! -p toolhost --lib args::props` runs a longer one.
 
 use proptest::prelude::*;
+
+use crate::test_support::proptest_config as config;
 use serde_json::{Value, json};
 
 use super::ArgsSchema;
 use crate::error::codes;
-
-fn config(default: u32) -> ProptestConfig {
-    match std::env::var_os("PROPTEST_CASES") {
-        Some(_) => ProptestConfig::default(),
-        None => ProptestConfig::with_cases(default),
-    }
-}
 
 fn schema() -> ArgsSchema {
     ArgsSchema::compile(json!({

@@ -9,14 +9,9 @@
 
 use proptest::prelude::*;
 
-use super::{HEAD_SHARE, Part, Stored, clamp_part};
+use crate::test_support::proptest_config as config;
 
-fn config(default: u32) -> ProptestConfig {
-    match std::env::var_os("PROPTEST_CASES") {
-        Some(_) => ProptestConfig::default(),
-        None => ProptestConfig::with_cases(default),
-    }
-}
+use super::{HEAD_SHARE, Part, Stored, clamp_part};
 
 /// Lines of ASCII and multi-byte characters (no `[`: the marker's own start).
 fn text() -> impl Strategy<Value = String> {

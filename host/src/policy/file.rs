@@ -214,3 +214,7 @@ fn limit_overrides(
 fn line_of(text: &str, offset: usize) -> usize {
     text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
 }
+
+#[cfg(test)]
+#[path = "file_props.rs"]
+mod props;

@@ -316,6 +316,10 @@ pub fn normalize(path: &str, work_dir: Option<&Path>) -> PathBuf {
 }
 
 #[cfg(test)]
+#[path = "rules_props.rs"]
+pub(super) mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -14,16 +14,11 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use proptest::prelude::*;
 
+use crate::test_support::proptest_config as config;
+
 use super::{VetError, vet_resolved, vet_url};
 
 /// The case count: `PROPTEST_CASES` when set, else `default`.
-fn config(default: u32) -> ProptestConfig {
-    match std::env::var_os("PROPTEST_CASES") {
-        Some(_) => ProptestConfig::default(),
-        None => ProptestConfig::with_cases(default),
-    }
-}
-
 /// Whether an IPv4 address is one a fetch may reach: `std::net`'s stable
 /// predicates, and the special-purpose ranges (RFC 6890) `std` only has unstable
 /// predicates for (`is_shared`, `is_benchmarking`, `is_reserved`).

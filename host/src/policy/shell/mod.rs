@@ -27,7 +27,7 @@ mod words;
 
 pub use command::{Command, Form, Redirect, file_name};
 pub use line::{Hazard, Line};
-pub use parse::{MAX_PARSED_BYTES, first_word, parse};
+pub use parse::{MAX_CASES, MAX_NESTING, MAX_PARSED_BYTES, first_word, parse};
 pub use pattern::CommandPattern;
 pub use safe::is_safe;
 pub use suggest::suggest;
@@ -43,3 +43,7 @@ pub const SHELL_TOOL: &str = "terminal";
 #[cfg(test)]
 #[path = "table_tests.rs"]
 mod table_tests;
+
+#[cfg(test)]
+#[path = "line_props.rs"]
+mod props;
