@@ -6,6 +6,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 pub mod net;
+pub mod registry;
 
 pub use toolhost;
 

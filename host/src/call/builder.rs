@@ -19,7 +19,7 @@ use crate::load::plugin::Plugin;
 use crate::load::registry::Registry;
 use crate::output::OutputStore;
 use crate::policy::grants::{GrantSource, PluginGrants, Sockets};
-use crate::policy::{Approver, Mode, POLICY_FILE, Policy};
+use crate::policy::{Approver, EntrySource, Mode, POLICY_FILE, Policy};
 
 /// The policy's file-tool settings as the variables `builtin:fs` reads
 /// (`TOOLHOST_FS_REQUIRE_FRESH`, `TOOLHOST_FS_FOLLOW_LINKS`, `1` when on). Set by
@@ -271,7 +271,7 @@ impl HostBuilder {
         });
         let mut registry = Registry::new();
         let mut loaded = Vec::new();
-        for (name, bytes, grants) in self.sources()? {
+        for (name, bytes, grants) in self.sources().await? {
             let mut plugin = Plugin::load(&engine, &linker, &name, &bytes, &grants).await?;
             plugin.resolve_exec(&search, work_dir.as_deref());
             let plugin = Arc::new(plugin);
@@ -404,9 +404,37 @@ impl HostBuilder {
         crate::policy::env::select(&policy.builtins.env, host_env)
     }
 
+    /// The component of a policy entry pinned in a registry (`oci://…@sha256:…`) or at
+    /// a URL: from the OCI store in the cache dir (hashed, and its signatures verified
+    /// against the entry's signers, again), else pulled by its pinned digest — never by
+    /// its tag.
+    async fn remote_component(&self, entry: &crate::policy::PluginEntry) -> Result<Vec<u8>, LoadError> {
+        let refused = |e: crate::oci::OciError| LoadError::Remote {
+            plugin: entry.name.clone(),
+            code: e.code(),
+            message: format!("{}: {}", entry.source, e.message()),
+        };
+        let root = self.engine.cache_dir.as_ref().map(|d| d.join("oci")).or_else(crate::oci::Store::default_root);
+        let store = crate::oci::Store::at(root.ok_or_else(|| LoadError::Remote {
+            plugin: entry.name.clone(),
+            code: crate::error::codes::IO_ERROR,
+            message: "no cache dir for the OCI store (set TOOLHOST_CACHE_DIR)".into(),
+        })?);
+        let settings = crate::oci::RegistrySettings { plain_http: entry.plain_http, ..Default::default() };
+        match &entry.source {
+            EntrySource::Oci(reference) => {
+                crate::oci::pull::load_pinned(reference, entry.signers.as_ref(), settings, &store).await.map_err(refused)
+            }
+            EntrySource::Https(url) => {
+                crate::oci::pull::fetch_pinned_url(url, &entry.sha256, &settings, &store).await.map_err(refused)
+            }
+            EntrySource::File(path) => crate::load::inspect::read_component(path),
+        }
+    }
+
     /// Every plugin to load, in order (builtins, the policy's, the ad-hoc ones), with
     /// its bytes and grants.
-    fn sources(&self) -> Result<Vec<(String, Vec<u8>, PluginGrants)>, LoadError> {
+    async fn sources(&self) -> Result<Vec<(String, Vec<u8>, PluginGrants)>, LoadError> {
         let read = |path: &PathBuf| crate::load::inspect::read_component(path);
         let env_for = |name: &str| -> Vec<(String, String)> {
             self.env.iter().filter(|(p, _, _)| p == name).map(|(_, k, v)| (k.clone(), v.clone())).collect()
@@ -441,11 +469,18 @@ impl HostBuilder {
         for entry in entries {
             let mut grants = entry.grants(&self.limits, self.network.allow_private, host_env());
             grants.env.extend(env_for(&entry.name));
-            sources.push((entry.name.clone(), read(&entry.source)?, grants));
+            let bytes = match &entry.source {
+                EntrySource::File(path) => read(path)?,
+                _ => self.remote_component(entry).await?,
+            };
+            sources.push((entry.name.clone(), bytes, grants));
         }
         let listed = |path: &PathBuf| {
             let canonical = path.canonicalize().ok();
-            entries.iter().any(|e| canonical.is_some() && e.source.canonicalize().ok() == canonical)
+            entries.iter().any(|e| match &e.source {
+                EntrySource::File(source) => canonical.is_some() && source.canonicalize().ok() == canonical,
+                _ => false,
+            })
         };
         for source in &self.plugins {
             let (name, bytes) = match source {
