@@ -20,6 +20,7 @@
 //!
 //! Not checked: certificate transparency SCTs (`ctlogs`) and RFC 3161 timestamps.
 
+use std::fmt;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -31,7 +32,6 @@ use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 use super::OciError;
 use super::keys::{PublicKey, pem_decode_all};
 use super::sign::SignatureLayer;
-use super::verify::Identity;
 
 /// The code-signing extended key usage (1.3.6.1.5.5.7.3.3), DER content bytes.
 const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
@@ -41,6 +41,22 @@ const ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
 const ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
 /// Largest trusted root file read.
 pub const MAX_TRUSTED_ROOT_BYTES: u64 = 1 << 20;
+
+/// A keyless signer: the certificate's subject (an email address or a URI) and the
+/// OIDC issuer that vouched for it; both must match exactly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The certificate's SAN (email or URI).
+    pub subject: String,
+    /// The Fulcio issuer extension (`https://accounts.google.com`, …).
+    pub issuer: String,
+}
+
+impl fmt::Display for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (issuer {})", self.subject, self.issuer)
+    }
+}
 
 /// The CAs and transparency logs keyless signatures are checked against.
 #[derive(Debug, Clone)]
@@ -370,3 +386,7 @@ fn identity_of(der: &[u8]) -> Result<(Vec<String>, Option<String>), String> {
     }
     Ok((subjects, issuer))
 }
+
+#[cfg(test)]
+#[path = "keyless_tests.rs"]
+mod tests;

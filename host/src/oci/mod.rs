@@ -46,4 +46,5 @@ pub use reference::OciRef;
 pub use registry::{RegistryClient, digest_of};
 pub use store::Store;
 pub use transport::{DEFAULT_MAX_LAYER_BYTES, RegistrySettings};
-pub use verify::{Identity, TrustSet, Verified};
+pub use keyless::Identity;
+pub use verify::{TrustSet, Verified};

@@ -13,25 +13,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::OciError;
-use super::keyless::{TrustedRoot, verify_keyless};
+use super::keyless::{Identity, TrustedRoot, verify_keyless};
 use super::keys::PublicKey;
 use super::sign::{PAYLOAD_TYPE, Payload, SignatureLayer};
-
-/// A keyless signer: the certificate's subject (an email address or a URI) and the
-/// OIDC issuer that vouched for it; both must match exactly.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
-    /// The certificate's SAN (email or URI).
-    pub subject: String,
-    /// The Fulcio issuer extension (`https://accounts.google.com`, …).
-    pub issuer: String,
-}
-
-impl fmt::Display for Identity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (issuer {})", self.subject, self.issuer)
-    }
-}
 
 /// Who may sign one source.
 #[derive(Debug, Clone, Default)]
