@@ -97,12 +97,7 @@ impl Registry {
     /// The file the registry keeps the blob `digest` (`sha256:…`) in.
     pub fn blob_file(&self, digest: &str) -> PathBuf {
         let hex = digest.strip_prefix("sha256:").expect("a sha256 digest");
-        self.dir
-            .path()
-            .join("data/docker/registry/v2/blobs/sha256")
-            .join(&hex[..2])
-            .join(hex)
-            .join("data")
+        self.dir.path().join("data/docker/registry/v2/blobs/sha256").join(&hex[..2]).join(hex).join("data")
     }
 }
 
@@ -126,9 +121,13 @@ fn wait_ready(addr: SocketAddr, child: &mut Child) -> bool {
         }
         if let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
             let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-            let _ = stream.write_all(format!("GET /v2/ HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes());
+            let _ = stream.write_all(
+                format!("GET /v2/ HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+            );
             let mut head = [0u8; 12];
-            if stream.read_exact(&mut head).is_ok() && (head.starts_with(b"HTTP/1.1 200") || head.starts_with(b"HTTP/1.1 401")) {
+            if stream.read_exact(&mut head).is_ok()
+                && (head.starts_with(b"HTTP/1.1 200") || head.starts_with(b"HTTP/1.1 401"))
+            {
                 return true;
             }
         }

@@ -3,7 +3,7 @@
 //! and by digest, the pinned digest surviving a re-push, `update`, `remove`; every
 //! refusal (unsigned, another key, another digest, a changed payload, a truncated or
 //! changed layer, a 5 GB layer) exiting 2 with its code and writing nothing; interop
-//! with `skopeo` signing and verifying in cosign's format; basic auth; and, from a
+//! with OpenSSL and `skopeo` (signing and verifying in cosign's format); basic auth; and, from a
 //! server of our own, the faults a real registry does not make (500s, a connection
 //! closed mid-layer, redirect loops, redirects to private addresses, a stall).
 
@@ -52,7 +52,13 @@ impl Machine {
     /// Run and expect success.
     fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert_eq!(out.status.code(), Some(0), "{args:?}\nstdout: {}\nstderr: {}", text(&out.stdout), text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}\nstdout: {}\nstderr: {}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
         text(&out.stdout)
     }
 
@@ -151,7 +157,12 @@ fn publish_add_and_call_by_tag_and_by_digest() {
     let files = m.stored_files();
     assert_eq!(files.len(), 3, "manifest, component, signatures: {files:?}");
     for file in &files {
-        assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600, "{}", file.display());
+        assert_eq!(
+            std::fs::metadata(file).unwrap().permissions().mode() & 0o777,
+            0o600,
+            "{}",
+            file.display()
+        );
         assert_eq!(std::fs::metadata(file.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
     }
     assert!(files.iter().any(|f| f.ends_with(sha256_file(HOSTILE_WASM))), "{files:?}");
@@ -159,7 +170,15 @@ fn publish_add_and_call_by_tag_and_by_digest() {
     // By digest, on another machine.
     let other = Machine::new();
     let by_digest = format!("{}@{digest}", registry.reference("tools/hostile"));
-    let out = other.run(&["add", &by_digest, "--trust-key", &format!("{alice}.pub"), "--plain-http", "--name", "h"]);
+    let out = other.run(&[
+        "add",
+        &by_digest,
+        "--trust-key",
+        &format!("{alice}.pub"),
+        "--plain-http",
+        "--name",
+        "h",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(other.policy().contains(&format!("source = \"{by_digest}\"")), "{}", other.policy());
     other.ok(&["call", "noop", "{}"]);
@@ -167,7 +186,11 @@ fn publish_add_and_call_by_tag_and_by_digest() {
     // `remove` takes the entry and the key no entry names any more.
     let out = m.ok(&["remove", "hostile"]);
     assert!(out.contains("removed plugins.hostile"), "{out}");
-    assert!(!m.policy().contains("[plugins.hostile]") && !m.policy().contains("BEGIN PUBLIC KEY"), "{}", m.policy());
+    assert!(
+        !m.policy().contains("[plugins.hostile]") && !m.policy().contains("BEGIN PUBLIC KEY"),
+        "{}",
+        m.policy()
+    );
     assert_eq!(m.run(&["remove", "hostile"]).status.code(), Some(2));
 }
 
@@ -318,7 +341,10 @@ fn tamper_payload(registry: &Registry, repo: &str, digest: &str) {
         for blob in &blobs {
             client.push_blob(blob).await.unwrap();
         }
-        client.push_manifest(&sig_tag(digest), "application/vnd.oci.image.manifest.v1+json", &manifest).await.unwrap();
+        client
+            .push_manifest(&sig_tag(digest), "application/vnd.oci.image.manifest.v1+json", &manifest)
+            .await
+            .unwrap();
     });
 }
 
@@ -336,7 +362,11 @@ fn push_huge_layer_manifest(registry: &Registry, repo: &str, tag: &str) {
         let config = client.push_blob(b"{}").await.unwrap();
         let layer = client.push_blob(b"not five gigabytes").await.unwrap();
         client
-            .push_manifest(tag, "application/vnd.oci.image.manifest.v1+json", &huge_layer_manifest(&config, &layer))
+            .push_manifest(
+                tag,
+                "application/vnd.oci.image.manifest.v1+json",
+                &huge_layer_manifest(&config, &layer),
+            )
             .await
             .unwrap();
     });
@@ -351,10 +381,8 @@ fn the_store_is_checked_on_every_start() {
     publish(&m, HOSTILE_WASM, &reference, Some(&alice));
     m.ok(&["add", &reference, "--trust-key", &format!("{alice}.pub"), "--plain-http"]);
     let component = m.store().join("blobs/sha256").join(sha256_file(HOSTILE_WASM));
-    let signatures: Vec<PathBuf> = std::fs::read_dir(m.store().join("signatures/sha256"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let signatures: Vec<PathBuf> =
+        std::fs::read_dir(m.store().join("signatures/sha256")).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(signatures.len(), 1);
 
     // A changed copy in the store is refused, not used (nor silently replaced).
@@ -392,16 +420,28 @@ fn basic_auth_is_used_only_when_asked_and_never_shown() {
 
     let out = m.run(&[&wasm_and_ref[..], &[key_file.as_str()]].concat());
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("registry_error: ") && text(&out.stderr).contains("--registry-auth"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("registry_error: ") && text(&out.stderr).contains("--registry-auth"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // A docker login for another port of the same host is not used.
     let docker = m.keys.path().join("docker");
     std::fs::create_dir_all(&docker).unwrap();
     let auth = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "alice:pa55-w0rd-xyz");
-    std::fs::write(docker.join("config.json"), format!(r#"{{"auths": {{"127.0.0.1:1": {{"auth": "{auth}"}}}}}}"#)).unwrap();
+    std::fs::write(
+        docker.join("config.json"),
+        format!(r#"{{"auths": {{"127.0.0.1:1": {{"auth": "{auth}"}}}}}}"#),
+    )
+    .unwrap();
     let out = m.run(&[&wasm_and_ref[..], &[key_file.as_str(), "--registry-auth"]].concat());
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains(&format!("no entry for {}", registry.host())), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!("no entry for {}", registry.host())),
+        "{}",
+        text(&out.stderr)
+    );
 
     std::fs::write(
         docker.join("config.json"),
@@ -410,11 +450,15 @@ fn basic_auth_is_used_only_when_asked_and_never_shown() {
     .unwrap();
     let out = m.run(&[&wasm_and_ref[..], &[key_file.as_str(), "--registry-auth"]].concat());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let add = ["add", reference.as_str(), "--trust-key", &format!("{key}.pub"), "--plain-http", "--registry-auth"];
+    let add =
+        ["add", reference.as_str(), "--trust-key", &format!("{key}.pub"), "--plain-http", "--registry-auth"];
     let out = m.run(&add);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     for output in [&out.stdout, &out.stderr] {
-        assert!(!text(output).contains("pa55-w0rd-xyz") && !text(output).contains(&auth), "a secret was shown");
+        assert!(
+            !text(output).contains("pa55-w0rd-xyz") && !text(output).contains(&auth),
+            "a secret was shown"
+        );
     }
     assert!(!m.policy().contains("pa55-w0rd-xyz"));
 }
@@ -460,7 +504,11 @@ fn registry_faults_are_refused_with_their_codes() {
     );
     let server = fault_server(move |path| {
         if path.contains("/manifests/") {
-            response("200 OK", &[("Content-Type", "application/vnd.oci.image.manifest.v1+json")], manifest.as_bytes())
+            response(
+                "200 OK",
+                &[("Content-Type", "application/vnd.oci.image.manifest.v1+json")],
+                manifest.as_bytes(),
+            )
         } else if path.contains("/blobs/") {
             let mut cut = b"HTTP/1.1 200 OK\r\nContent-Length: 65536\r\n\r\n".to_vec();
             cut.extend_from_slice(&[7u8; 1024]);
@@ -485,7 +533,8 @@ fn registry_faults_are_refused_with_their_codes() {
     // loopback (a service that must not be reached) and a private range.
     let bystander = fault_server(|_| response("200 OK", &[], b"{}"));
     let target = format!("http://{}/secret", bystander.addr);
-    let server = fault_server(move |_| response("307 Temporary Redirect", &[("Location", target.as_str())], b""));
+    let server =
+        fault_server(move |_| response("307 Temporary Redirect", &[("Location", target.as_str())], b""));
     let (m, _, out) = add_from(&server, &[]);
     let err = assert_refused(&m, &out, "blocked_url");
     assert!(err.contains("only the registry's own address"), "{err}");
@@ -497,7 +546,8 @@ fn registry_faults_are_refused_with_their_codes() {
 
     // A redirect within the registry (it is private and allowed) is followed: here to a
     // manifest naming a 5 GB layer, which is refused before any blob is asked for.
-    let huge = huge_layer_manifest(&format!("sha256:{}", "1".repeat(64)), &format!("sha256:{}", "2".repeat(64)));
+    let huge =
+        huge_layer_manifest(&format!("sha256:{}", "1".repeat(64)), &format!("sha256:{}", "2".repeat(64)));
     let server = fault_server(move |path| {
         if path.ends_with("/manifests/v1") {
             response("302 Found", &[("Location", "/v2/t/x/manifests/real")], b"")
@@ -527,11 +577,18 @@ fn only_loopback_registries_speak_plain_http_and_https_sources_need_a_hash() {
     let m = Machine::new();
     let key = m.key("k");
     let trust = format!("{key}.pub");
-    let err = m.refused(&["add", "oci://10.9.8.7:5000/t/x:v1", "--trust-key", &trust, "--plain-http"], "blocked_url");
+    let err = m.refused(
+        &["add", "oci://10.9.8.7:5000/t/x:v1", "--trust-key", &trust, "--plain-http"],
+        "blocked_url",
+    );
     assert!(err.contains("--plain-http is only for a registry on this machine"), "{err}");
     let out = m.run(&["add", "oci://127.0.0.1:5000/t/x:v1", "--plain-http"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("signature_missing: a registry component is added only signed"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("signature_missing: a registry component is added only signed"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = m.run(&["add", "https://127.0.0.1:1/tool.wasm"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("needs --sha256"), "{}", text(&out.stderr));
@@ -543,81 +600,152 @@ fn only_loopback_registries_speak_plain_http_and_https_sources_need_a_hash() {
     m.refused(&["add", &url, "--sha256", &sha], "transport");
 }
 
-/// skopeo (containers/image) as the independent implementation: it signs with our
-/// key and we verify; we sign and its policy verifies.
+/// The independent implementations: OpenSSL makes the key pair and the ECDSA signature
+/// over a simple-signing payload this test writes by hand, skopeo (containers/image)
+/// pushes that signature image from an OCI layout; and the other way, skopeo pulls our
+/// signature image and OpenSSL verifies our signature. (Debian builds skopeo with its
+/// sigstore signing and verification disabled, so skopeo cannot do the crypto here.)
 #[test]
-fn signatures_interoperate_with_skopeo() {
+fn signatures_interoperate_with_openssl_and_skopeo() {
     let registry = Registry::start();
-    let m = Machine::new();
+    let mut m = Machine::new();
     let dir = tempfile::tempdir().unwrap();
-    // A key with a password (skopeo reads it from a file).
-    let prefix = m.keys.path().join("ours");
-    let mut keygen = Command::new(toolhost_bin());
-    keygen.arg("keygen").arg(&prefix).env("TOOLHOST_KEY_PASSWORD", "correct horse").stdin(Stdio::null());
-    assert!(keygen.status().unwrap().success());
-    let password_file = dir.path().join("password");
-    std::fs::write(&password_file, "correct horse").unwrap();
-    let registries_d = dir.path().join("registries.d");
-    std::fs::create_dir(&registries_d).unwrap();
-    std::fs::write(registries_d.join("default.yaml"), "default-docker:\n  use-sigstore-attachments: true\n").unwrap();
-
-    // Unsigned by us, signed by skopeo while it copies it.
-    let plain = registry.reference("t/plain:v1");
-    publish(&m, HOSTILE_WASM, &plain, None);
-    let copied = format!("docker://{}/t/skopeo-signed:v1", registry.host());
-    let out = skopeo(&registries_d)
-        .args(["copy", "--src-tls-verify=false", "--dest-tls-verify=false", "--sign-by-sigstore-private-key"])
-        .arg(prefix.with_extension("key"))
-        .arg("--sign-passphrase-file")
-        .arg(&password_file)
-        .arg(format!("docker://{}/t/plain:v1", registry.host()))
-        .arg(&copied)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "skopeo copy --sign-by-sigstore-private-key: {}", text(&out.stderr));
-    let ours_pub = format!("{}.pub", prefix.display());
-    let out = m.ok(&["add", &registry.reference("t/skopeo-signed:v1"), "--trust-key", &ours_pub, "--plain-http"]);
-    assert!(out.contains("signed by: key ours"), "{out}");
-
-    // Signed by us; skopeo's policy requires a sigstore signature by our public key.
-    m.env.push(("TOOLHOST_KEY_PASSWORD".into(), "correct horse".into()));
-    let ours = registry.reference("t/ours:v1");
-    let mut args = vec!["publish", HOSTILE_WASM, ours.as_str(), "--plain-http", "--key"];
-    let key_file = format!("{}.key", prefix.display());
-    args.push(&key_file);
-    m.ok(&args);
-    let policy = |key: &Path| {
-        let file = dir.path().join(format!("policy-{}.json", key.file_stem().unwrap().to_string_lossy()));
-        std::fs::write(
-            &file,
-            format!(
-                r#"{{"default": [{{"type": "reject"}}], "transports": {{"docker": {{"{}": [{{"type": "sigstoreSigned", "keyPath": "{}", "signedIdentity": {{"type": "matchRepository"}}}}]}}}}}}"#,
-                registry.host(),
-                key.display()
-            ),
-        )
-        .unwrap();
-        file
+    let path = |name: &str| dir.path().join(name);
+    let run = |cmd: &mut Command| {
+        let out = cmd.stdin(Stdio::null()).output().expect("the tool runs");
+        assert!(out.status.success(), "{cmd:?}: {}{}", text(&out.stdout), text(&out.stderr));
+        text(&out.stdout)
     };
-    let verify = |key: &Path| {
-        skopeo(&registries_d)
-            .arg("--policy")
-            .arg(policy(key))
-            .args(["copy", "--src-tls-verify=false"])
-            .arg(format!("docker://{}/t/ours:v1", registry.host()))
-            .arg(format!("dir:{}", dir.path().join(format!("out-{}", key.file_stem().unwrap().to_string_lossy())).display()))
+
+    // OpenSSL's key signs; we verify.
+    run(Command::new("openssl")
+        .args(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out"])
+        .arg(path("openssl.key")));
+    run(Command::new("openssl")
+        .arg("ec")
+        .arg("-in")
+        .arg(path("openssl.key"))
+        .arg("-pubout")
+        .arg("-out")
+        .arg(path("openssl.pub")));
+    let digest = publish(&m, HOSTILE_WASM, &registry.reference("t/plain:v1"), None);
+    let payload = format!(
+        r#"{{"critical":{{"identity":{{"docker-reference":"{}/t/plain"}},"image":{{"docker-manifest-digest":"{digest}"}},"type":"cosign container image signature"}},"optional":null}}"#,
+        registry.host()
+    );
+    std::fs::write(path("payload.json"), &payload).unwrap();
+    run(Command::new("openssl")
+        .args(["dgst", "-sha256", "-sign"])
+        .arg(path("openssl.key"))
+        .arg("-out")
+        .arg(path("payload.sig"))
+        .arg(path("payload.json")));
+    let signature = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        std::fs::read(path("payload.sig")).unwrap(),
+    );
+    write_signature_layout(&path("layout"), payload.as_bytes(), &signature);
+    run(skopeo()
+        .args(["copy", "--dest-tls-verify=false"])
+        .arg(format!("oci:{}:sig", path("layout").display()))
+        .arg(format!("docker://{}/t/plain:{}", registry.host(), sig_tag(&digest))));
+    let openssl_pub = path("openssl.pub");
+    let out = m.ok(&[
+        "add",
+        &registry.reference("t/plain:v1"),
+        "--trust-key",
+        openssl_pub.to_str().unwrap(),
+        "--plain-http",
+    ]);
+    assert!(out.contains("signed by: key openssl"), "{out}");
+
+    // We sign (a key with a password); skopeo pulls the signature image, OpenSSL verifies.
+    let prefix = m.keys.path().join("ours");
+    m.env.push(("TOOLHOST_KEY_PASSWORD".into(), "correct horse".into()));
+    m.ok(&["keygen", prefix.to_str().unwrap()]);
+    let key_file = format!("{}.key", prefix.display());
+    let ours = publish_signed_with(&m, &registry.reference("t/ours:v1"), &key_file);
+    let pulled = path("pulled");
+    run(skopeo()
+        .args(["copy", "--src-tls-verify=false"])
+        .arg(format!("docker://{}/t/ours:{}", registry.host(), sig_tag(&ours)))
+        .arg(format!("dir:{}", pulled.display())));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(pulled.join("manifest.json")).unwrap()).unwrap();
+    let layer = &manifest["layers"][0];
+    assert_eq!(layer["mediaType"], "application/vnd.dev.cosign.simplesigning.v1+json", "{manifest}");
+    let payload_file = pulled.join(layer["digest"].as_str().unwrap().trim_start_matches("sha256:"));
+    let payload: serde_json::Value = serde_json::from_slice(&std::fs::read(&payload_file).unwrap()).unwrap();
+    assert_eq!(payload["critical"]["image"]["docker-manifest-digest"], ours.as_str(), "{payload}");
+    assert_eq!(payload["critical"]["type"], "cosign container image signature", "{payload}");
+    let signature = layer["annotations"]["dev.cosignproject.cosign/signature"]
+        .as_str()
+        .expect("the signature annotation");
+    std::fs::write(
+        path("ours.sig"),
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, signature).unwrap(),
+    )
+    .unwrap();
+    let verify = |public: &Path| {
+        Command::new("openssl")
+            .args(["dgst", "-sha256", "-verify"])
+            .arg(public)
+            .arg("-signature")
+            .arg(path("ours.sig"))
+            .arg(&payload_file)
+            .stdin(Stdio::null())
             .output()
             .unwrap()
     };
-    let out = verify(Path::new(&ours_pub));
-    assert!(out.status.success(), "skopeo did not accept our signature: {}", text(&out.stderr));
-    let other = m.key("other");
-    let out = verify(Path::new(&format!("{other}.pub")));
-    assert!(!out.status.success(), "skopeo accepted a signature by another key");
+    let out = verify(&prefix.with_extension("pub"));
+    assert!(
+        out.status.success() && text(&out.stdout).contains("Verified OK"),
+        "OpenSSL: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let out = verify(&openssl_pub);
+    assert!(!out.status.success(), "OpenSSL accepted our signature under another key");
 }
 
-fn skopeo(registries_d: &Path) -> Command {
+/// Publish `HOSTILE_WASM` to `reference` signed with `key_file`; the digest.
+fn publish_signed_with(m: &Machine, reference: &str, key_file: &str) -> String {
+    published_digest(&m.ok(&["publish", HOSTILE_WASM, reference, "--plain-http", "--key", key_file]))
+}
+
+/// An OCI image layout at `dir` holding, under the tag `sig`, a cosign signature image
+/// with one layer: `payload` signed by `signature` (base64).
+fn write_signature_layout(dir: &Path, payload: &[u8], signature: &str) {
+    let blobs = dir.join("blobs/sha256");
+    std::fs::create_dir_all(&blobs).unwrap();
+    let put = |bytes: &[u8]| {
+        let hex = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes));
+        std::fs::write(blobs.join(&hex), bytes).unwrap();
+        (format!("sha256:{hex}"), bytes.len())
+    };
+    let (payload_digest, payload_len) = put(payload);
+    let config = format!(
+        r#"{{"architecture":"","config":{{}},"created":"0001-01-01T00:00:00Z","history":[{{"created":"0001-01-01T00:00:00Z"}}],"os":"","rootfs":{{"type":"layers","diff_ids":["{payload_digest}"]}}}}"#
+    );
+    let (config_digest, config_len) = put(config.as_bytes());
+    let manifest = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config_digest}","size":{config_len}}},"layers":[{{"mediaType":"application/vnd.dev.cosign.simplesigning.v1+json","digest":"{payload_digest}","size":{payload_len},"annotations":{{"dev.cosignproject.cosign/signature":"{signature}"}}}}]}}"#
+    );
+    let (manifest_digest, manifest_len) = put(manifest.as_bytes());
+    std::fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    std::fs::write(
+        dir.join("index.json"),
+        format!(
+            r#"{{"schemaVersion":2,"manifests":[{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"{manifest_digest}","size":{manifest_len},"annotations":{{"org.opencontainers.image.ref.name":"sig"}}}}]}}"#
+        ),
+    )
+    .unwrap();
+}
+
+/// skopeo with no ambient configuration: no signature policy (the images are checked by
+/// the test), no registries file.
+fn skopeo() -> Command {
     let mut cmd = Command::new("skopeo");
-    cmd.arg("--registries.d").arg(registries_d).env("CONTAINERS_REGISTRIES_CONF", "/dev/null").stdin(Stdio::null());
+    cmd.arg("--insecure-policy").env("CONTAINERS_REGISTRIES_CONF", "/dev/null");
     cmd
 }

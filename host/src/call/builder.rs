@@ -414,7 +414,8 @@ impl HostBuilder {
             code: e.code(),
             message: format!("{}: {}", entry.source, e.message()),
         };
-        let root = self.engine.cache_dir.as_ref().map(|d| d.join("oci")).or_else(crate::oci::Store::default_root);
+        let root =
+            self.engine.cache_dir.as_ref().map(|d| d.join("oci")).or_else(crate::oci::Store::default_root);
         let store = crate::oci::Store::at(root.ok_or_else(|| LoadError::Remote {
             plugin: entry.name.clone(),
             code: crate::error::codes::IO_ERROR,
@@ -423,10 +424,14 @@ impl HostBuilder {
         let settings = crate::oci::RegistrySettings { plain_http: entry.plain_http, ..Default::default() };
         match &entry.source {
             EntrySource::Oci(reference) => {
-                crate::oci::pull::load_pinned(reference, entry.signers.as_ref(), settings, &store).await.map_err(refused)
+                crate::oci::pull::load_pinned(reference, entry.signers.as_ref(), settings, &store)
+                    .await
+                    .map_err(refused)
             }
             EntrySource::Https(url) => {
-                crate::oci::pull::fetch_pinned_url(url, &entry.sha256, &settings, &store).await.map_err(refused)
+                crate::oci::pull::fetch_pinned_url(url, &entry.sha256, &settings, &store)
+                    .await
+                    .map_err(refused)
             }
             EntrySource::File(path) => crate::load::inspect::read_component(path),
         }

@@ -71,7 +71,9 @@ impl EntryArgs {
     fn entry_name(&self, stem: &str) -> anyhow::Result<String> {
         let name = match &self.name {
             Some(name) => name.clone(),
-            None => stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect(),
+            None => {
+                stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect()
+            }
         };
         PluginEntry::check_name(&name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
         Ok(name)
@@ -171,7 +173,10 @@ impl Candidate {
 
 /// Inspect `candidate` with one `toolhost::inspect_bytes` (one tool listing), judging it
 /// against the grants its entry would have.
-pub(crate) async fn examine(candidate: &Candidate, args: &EntryArgs) -> anyhow::Result<(Inspection, PluginEntryDraft)> {
+pub(crate) async fn examine(
+    candidate: &Candidate,
+    args: &EntryArgs,
+) -> anyhow::Result<(Inspection, PluginEntryDraft)> {
     let name = args.entry_name(&candidate.stem)?;
     let engine = Engine::new(&EngineSettings::default())?;
     // The grants are known before the component is looked at, but for the two the
@@ -327,7 +332,11 @@ pub(crate) fn admit(report: &Inspection, draft: &PluginEntryDraft, args: &EntryA
 }
 
 /// Write `draft` into the policy file (trusting what the user's own command wrote).
-pub(crate) fn write_entry(draft: &PluginEntryDraft, args: &EntryArgs, out: &mut impl Write) -> anyhow::Result<()> {
+pub(crate) fn write_entry(
+    draft: &PluginEntryDraft,
+    args: &EntryArgs,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     let path = args.policy_path();
     let config = super::trust::before_rewrite(&path, &args.work_dir)?;
     toolhost::policy::write_plugin_entry(&path, draft)?;

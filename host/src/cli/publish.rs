@@ -73,7 +73,11 @@ pub(crate) fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
     create_new(&private, 0o600, pem.as_bytes())?;
     create_new(&public, 0o644, key.public_key().to_pem().as_bytes())?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "private key: {} (keep it secret; sign with `toolhost publish … --key`)", private.display())?;
+    writeln!(
+        out,
+        "private key: {} (keep it secret; sign with `toolhost publish … --key`)",
+        private.display()
+    )?;
     writeln!(out, "public key:  {} (trust it with `toolhost add … --trust-key`)", public.display())?;
     writeln!(out, "fingerprint: {}", key.public_key().fingerprint())?;
     Ok(ExitCode::SUCCESS)
@@ -82,12 +86,13 @@ pub(crate) fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
 /// When the artifact says it was made: `SOURCE_DATE_EPOCH` when set (reproducible
 /// pushes), else now.
 fn created() -> String {
-    let secs = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0)
-    });
+    let secs =
+        std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0)
+        });
     chrono::DateTime::from_timestamp(secs, 0)
         .unwrap_or_default()
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)

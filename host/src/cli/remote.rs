@@ -51,7 +51,8 @@ impl SignerArgs {
             let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             let name: String =
                 stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect();
-            PluginEntry::check_name(&name).map_err(|e| anyhow::anyhow!("--trust-key {}: {e}", path.display()))?;
+            PluginEntry::check_name(&name)
+                .map_err(|e| anyhow::anyhow!("--trust-key {}: {e}", path.display()))?;
             draft.keys.push((name.clone(), key.to_pem()));
             trust.keys.push((name, key));
         }
@@ -63,7 +64,8 @@ impl SignerArgs {
             ));
             trust.identities.push(Identity { subject: subject.clone(), issuer: issuer.clone() });
             draft.identities.push((subject.clone(), issuer.clone()));
-            draft.trusted_root = Some((args.file_source(root)?, toolhost::policy::trust::sha256_hex(bytes.as_bytes())));
+            draft.trusted_root =
+                Some((args.file_source(root)?, toolhost::policy::trust::sha256_hex(bytes.as_bytes())));
         }
         if trust.is_empty() {
             bail!(
@@ -92,13 +94,21 @@ pub(crate) async fn add(
     let mut out = std::io::stdout().lock();
     if source.starts_with("https://") || source.starts_with("http://") {
         let url = url::Url::parse(source).with_context(|| source.to_string())?;
-        let sha256 = signers.sha256.as_deref().context("an https:// component needs --sha256 HEX: its bytes, pinned")?;
+        let sha256 = signers
+            .sha256
+            .as_deref()
+            .context("an https:// component needs --sha256 HEX: its bytes, pinned")?;
         if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
             bail!("--sha256: `{sha256}` is not 64 hex digits");
         }
         let bytes = fetch_pinned_url(&url, sha256, &registry.settings(), &store()?).await?;
-        let candidate =
-            Candidate { label: url.to_string(), bytes, source: url.to_string(), stem: stem_of(url.path()), remote: None };
+        let candidate = Candidate {
+            label: url.to_string(),
+            bytes,
+            source: url.to_string(),
+            stem: stem_of(url.path()),
+            remote: None,
+        };
         let (report, draft) = examine(&candidate, args).await?;
         print_report(&mut out, &candidate.label, &report, &draft)?;
         admit(&report, &draft, args)?;
@@ -187,8 +197,12 @@ pub(crate) async fn update(args: &NameArgs, registry: &RegistryArgs, yes: bool) 
     // Judged by the entry's grants, but not by its pinned hash: that is what changes.
     let mut grants = entry.grants(&toolhost::Limits::default(), false, std::env::vars());
     grants.sha256 = None;
-    let old = toolhost::inspect_bytes(&engine, &current.reference.to_string(), &current.component, Some(&grants)).await?;
-    let new = toolhost::inspect_bytes(&engine, &latest.reference.to_string(), &latest.component, Some(&grants)).await?;
+    let old =
+        toolhost::inspect_bytes(&engine, &current.reference.to_string(), &current.component, Some(&grants))
+            .await?;
+    let new =
+        toolhost::inspect_bytes(&engine, &latest.reference.to_string(), &latest.component, Some(&grants))
+            .await?;
     writeln!(out, "plugins.{}: {tag} moved", entry.name)?;
     writeln!(out, "  manifest: {} -> {}", current.digest, latest.digest)?;
     writeln!(out, "  sha256:   {} -> {}", old.sha256, new.sha256)?;

@@ -62,8 +62,12 @@ pub(crate) async fn inspect(
     let sha256 = hex::encode(Sha256::digest(bytes));
     let loaded = engine.component(bytes, &sha256)?;
     let imports = imports_of(engine.wasmtime(), &loaded.component);
-    let mut exports: Vec<String> =
-        loaded.component.component_type().exports(engine.wasmtime()).map(|(name, _)| name.to_string()).collect();
+    let mut exports: Vec<String> = loaded
+        .component
+        .component_type()
+        .exports(engine.wasmtime())
+        .map(|(name, _)| name.to_string())
+        .collect();
     exports.sort();
     let requested = Requested::from_imports(&imports);
     // Listing tools runs no call: no preopen, no env, no network client. Link what can

@@ -119,14 +119,16 @@ pub(crate) fn parse_manifest(bytes: &[u8], media_type: &str, what: &str) -> Resu
         media_type: Option<String>,
         manifests: Option<serde_json::Value>,
     }
-    let head: Head = serde_json::from_slice(bytes).map_err(|e| unsupported(format!("not a JSON manifest: {e}")))?;
+    let head: Head =
+        serde_json::from_slice(bytes).map_err(|e| unsupported(format!("not a JSON manifest: {e}")))?;
     let declared = head.media_type.as_deref().unwrap_or(media_type);
     if head.manifests.is_some() || declared.contains("index") || declared.contains("manifest.list") {
         return Err(unsupported(
             "an image index (several manifests, as for a multi-platform image), not one component".into(),
         ));
     }
-    serde_json::from_slice::<ImageManifest>(bytes).map_err(|e| unsupported(format!("not an image manifest: {e}")))
+    serde_json::from_slice::<ImageManifest>(bytes)
+        .map_err(|e| unsupported(format!("not an image manifest: {e}")))
 }
 
 /// The component layer of a wasm artifact's manifest: exactly one layer of a wasm media
@@ -188,7 +190,8 @@ mod tests {
 
     #[test]
     fn indexes_images_and_odd_layers_are_refused() {
-        let index = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#;
+        let index =
+            br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#;
         assert_eq!(parse_manifest(index, "", "m").unwrap_err().code(), "unsupported_artifact");
         let image = manifest_json(
             "application/vnd.oci.image.config.v1+json",

@@ -58,7 +58,8 @@ impl Credentials {
     pub(crate) fn basic_header(&self) -> Option<HeaderValue> {
         let Self::Basic { username, password } = self else { return None };
         let mut value =
-            HeaderValue::from_str(&format!("Basic {}", STANDARD.encode(format!("{username}:{password}")))).ok()?;
+            HeaderValue::from_str(&format!("Basic {}", STANDARD.encode(format!("{username}:{password}"))))
+                .ok()?;
         value.set_sensitive(true);
         Some(value)
     }
@@ -68,19 +69,23 @@ impl Credentials {
     pub fn from_docker_config(registry: &str, path: Option<&Path>) -> Result<Self, OciError> {
         let path = match path {
             Some(path) => path.to_path_buf(),
-            None => default_docker_config()
-                .ok_or_else(|| OciError::Key("--registry-auth: no docker config (set DOCKER_CONFIG or HOME)".into()))?,
+            None => default_docker_config().ok_or_else(|| {
+                OciError::Key("--registry-auth: no docker config (set DOCKER_CONFIG or HOME)".into())
+            })?,
         };
         let err = |why: String| OciError::Key(format!("--registry-auth: {}: {why}", path.display()));
         let bytes = crate::protect::hostfs::read_regular_following(&path, MAX_CONFIG_BYTES)
             .map_err(|e| err(e.to_string()))?
             .ok_or_else(|| err("no such file".into()))?;
-        let config: DockerConfig = serde_json::from_slice(&bytes).map_err(|e| err(format!("not a docker config: {e}")))?;
+        let config: DockerConfig =
+            serde_json::from_slice(&bytes).map_err(|e| err(format!("not a docker config: {e}")))?;
         let entry = config.auths.iter().find(|(key, _)| same_registry(key, registry)).map(|(_, entry)| entry);
         let Some(entry) = entry else {
             let helper = config.cred_helpers.contains_key(registry) || config.creds_store.is_some();
             return Err(err(if helper {
-                format!("{registry} is kept by a credential helper, which toolhost does not run; log in without one")
+                format!(
+                    "{registry} is kept by a credential helper, which toolhost does not run; log in without one"
+                )
             } else {
                 format!("no entry for {registry} under `auths`")
             }));
@@ -103,7 +108,9 @@ impl Credentials {
             return Ok(Self::Basic { username: username.into(), password: password.into() });
         }
         if entry.identitytoken.is_some() {
-            return Err(err(format!("{registry} has only an identity token, which toolhost does not exchange")));
+            return Err(err(format!(
+                "{registry} has only an identity token, which toolhost does not exchange"
+            )));
         }
         Err(err(format!("the entry for {registry} holds no credentials")))
     }
@@ -209,7 +216,8 @@ mod tests {
     #[test]
     fn challenges_are_parsed_with_their_parameters() {
         let h = |s: &str| HeaderValue::from_str(s).unwrap();
-        let values = [h(r#"Bearer realm="https://auth.example/token",service="reg",scope="repository:a/b:pull""#)];
+        let values =
+            [h(r#"Bearer realm="https://auth.example/token",service="reg",scope="repository:a/b:pull""#)];
         assert_eq!(
             parse_challenges(values.iter()),
             Some(Challenge::Bearer {
@@ -220,7 +228,11 @@ mod tests {
         );
         let values = [h("Newauth x=1"), h(r#"Basic realm="registry""#)];
         assert_eq!(parse_challenges(values.iter()), Some(Challenge::Basic));
-        assert_eq!(parse_challenges([h("Bearer service=x")].iter()), None, "a bearer challenge needs a realm");
+        assert_eq!(
+            parse_challenges([h("Bearer service=x")].iter()),
+            None,
+            "a bearer challenge needs a realm"
+        );
         assert_eq!(parse_challenges([h("garbage ,,, ===")].iter()), None);
     }
 
@@ -239,10 +251,17 @@ mod tests {
         )
         .unwrap();
         let creds = Credentials::from_docker_config("127.0.0.1:5000", Some(&path)).unwrap();
-        assert!(matches!(&creds, Credentials::Basic { username, password } if username == "alice" && password == "s3cret"));
+        assert!(
+            matches!(&creds, Credentials::Basic { username, password } if username == "alice" && password == "s3cret")
+        );
         assert_eq!(format!("{creds:?}"), "Basic(<redacted>)", "never printed");
-        assert!(matches!(Credentials::from_docker_config("reg.example", Some(&path)).unwrap(), Credentials::Bearer(t) if t == "tok"));
-        assert!(matches!(Credentials::from_docker_config("other:1", Some(&path)).unwrap(), Credentials::Basic { .. }));
+        assert!(
+            matches!(Credentials::from_docker_config("reg.example", Some(&path)).unwrap(), Credentials::Bearer(t) if t == "tok")
+        );
+        assert!(matches!(
+            Credentials::from_docker_config("other:1", Some(&path)).unwrap(),
+            Credentials::Basic { .. }
+        ));
         // Another port is another registry.
         let err = Credentials::from_docker_config("127.0.0.1:5001", Some(&path)).unwrap_err().to_string();
         assert!(err.contains("no entry for 127.0.0.1:5001"), "{err}");

@@ -148,7 +148,9 @@ fn validity(raw: Option<&RawValidity>) -> Result<Validity, String> {
     let time = |t: &Option<String>| -> Result<Option<i64>, String> {
         t.as_deref()
             .map(|t| {
-                chrono::DateTime::parse_from_rfc3339(t).map(|d| d.timestamp()).map_err(|e| format!("time {t:?}: {e}"))
+                chrono::DateTime::parse_from_rfc3339(t)
+                    .map(|d| d.timestamp())
+                    .map_err(|e| format!("time {t:?}: {e}"))
             })
             .transpose()
     };
@@ -163,7 +165,8 @@ impl TrustedRoot {
     /// transparency log keys are used; a root with no CA or no log is refused.
     pub fn from_json(bytes: &[u8]) -> Result<Self, OciError> {
         let bad = |why: String| OciError::Key(format!("trusted root: {why}"));
-        let raw: RawRoot = serde_json::from_slice(bytes).map_err(|e| bad(format!("not a trusted root: {e}")))?;
+        let raw: RawRoot =
+            serde_json::from_slice(bytes).map_err(|e| bad(format!("not a trusted root: {e}")))?;
         let b64 = |s: &str| STANDARD.decode(s).map_err(|_| bad("a value is not base64".into()));
         let mut logs = Vec::new();
         for log in &raw.tlogs {
@@ -175,15 +178,21 @@ impl TrustedRoot {
         }
         let mut cas = Vec::new();
         for ca in &raw.certificate_authorities {
-            let chain =
-                ca.cert_chain.certificates.iter().map(|c| b64(&c.raw_bytes)).collect::<Result<Vec<_>, _>>()?;
+            let chain = ca
+                .cert_chain
+                .certificates
+                .iter()
+                .map(|c| b64(&c.raw_bytes))
+                .collect::<Result<Vec<_>, _>>()?;
             if chain.is_empty() {
                 return Err(bad("a certificate authority without certificates".into()));
             }
             cas.push(Authority { chain, valid: validity(ca.valid_for.as_ref()).map_err(bad)? });
         }
         if cas.is_empty() || logs.is_empty() {
-            return Err(bad("needs at least one certificate authority and one P-256 transparency log key".into()));
+            return Err(bad(
+                "needs at least one certificate authority and one P-256 transparency log key".into()
+            ));
         }
         Ok(Self { cas, logs })
     }
@@ -254,24 +263,32 @@ pub(crate) fn verify_keyless(
     identities: &[Identity],
 ) -> Result<Identity, String> {
     let cert_pem = layer.certificate.as_deref().ok_or("no certificate")?;
-    let leaf = pem_decode_all(cert_pem, "CERTIFICATE").into_iter().next().ok_or("the certificate is not PEM")?;
+    let leaf =
+        pem_decode_all(cert_pem, "CERTIFICATE").into_iter().next().ok_or("the certificate is not PEM")?;
     let bundle = layer.bundle.as_deref().ok_or("a certificate without a transparency log bundle")?;
     let bundle: Bundle = serde_json::from_str(bundle).map_err(|e| format!("the bundle: {e}"))?;
     let time = check_log_entry(&bundle, root)?;
     check_entry(&bundle.payload.body, payload, signature, &leaf)?;
 
     let leaf_der = CertificateDer::from(leaf.as_slice());
-    let end_entity =
-        webpki::EndEntityCert::try_from(&leaf_der).map_err(|e| format!("the certificate does not parse: {e}"))?;
-    let extra: Vec<Vec<u8>> = layer.chain.as_deref().map(|c| pem_decode_all(c, "CERTIFICATE")).unwrap_or_default();
+    let end_entity = webpki::EndEntityCert::try_from(&leaf_der)
+        .map_err(|e| format!("the certificate does not parse: {e}"))?;
+    let extra: Vec<Vec<u8>> =
+        layer.chain.as_deref().map(|c| pem_decode_all(c, "CERTIFICATE")).unwrap_or_default();
     let at = UnixTime::since_unix_epoch(Duration::from_secs(u64::try_from(time).unwrap_or(0)));
-    let algorithms = [webpki::ring::ECDSA_P256_SHA256, webpki::ring::ECDSA_P256_SHA384, webpki::ring::ECDSA_P384_SHA384, webpki::ring::ECDSA_P384_SHA256];
+    let algorithms = [
+        webpki::ring::ECDSA_P256_SHA256,
+        webpki::ring::ECDSA_P256_SHA384,
+        webpki::ring::ECDSA_P384_SHA384,
+        webpki::ring::ECDSA_P384_SHA256,
+    ];
     let mut chained = false;
     let mut why = String::from("no certificate authority of the trusted root is valid at the log's time");
     for ca in root.cas.iter().filter(|ca| ca.valid.contains(time)) {
         let (anchor, intermediates) = ca.chain.split_last().ok_or("an empty chain")?;
         let anchor_der = CertificateDer::from(anchor.as_slice());
-        let anchors = [webpki::anchor_from_trusted_cert(&anchor_der).map_err(|e| format!("a trusted CA: {e}"))?];
+        let anchors =
+            [webpki::anchor_from_trusted_cert(&anchor_der).map_err(|e| format!("a trusted CA: {e}"))?];
         let intermediates: Vec<CertificateDer<'_>> =
             intermediates.iter().chain(&extra).map(|c| CertificateDer::from(c.as_slice())).collect();
         match end_entity.verify_for_usage(
@@ -353,7 +370,9 @@ fn check_entry(body: &str, payload: &[u8], signature: &[u8], leaf: &[u8]) -> Res
     if STANDARD.decode(&entry.spec.signature.content).ok().as_deref() != Some(signature) {
         return Err("the log entry holds another signature".into());
     }
-    let logged = STANDARD.decode(&entry.spec.signature.public_key.content).map_err(|_| "the logged key is not base64")?;
+    let logged = STANDARD
+        .decode(&entry.spec.signature.public_key.content)
+        .map_err(|_| "the logged key is not base64")?;
     let logged = pem_decode_all(&String::from_utf8_lossy(&logged), "CERTIFICATE");
     if logged.first().map(Vec::as_slice) != Some(leaf) {
         return Err("the log entry holds another certificate".into());

@@ -99,9 +99,8 @@ fn sign_keyless(f: &Fixture, subject: &str, digest: &str, logged_at: i64, other_
     });
     let body = STANDARD.encode(serde_json::to_vec(&entry).unwrap());
     let log_id = hex::encode(&f.log_id);
-    let canonical = format!(
-        r#"{{"body":"{body}","integratedTime":{logged_at},"logID":"{log_id}","logIndex":7}}"#
-    );
+    let canonical =
+        format!(r#"{{"body":"{body}","integratedTime":{logged_at},"logID":"{log_id}","logIndex":7}}"#);
     let set = f.log_key.sign(canonical.as_bytes()).unwrap();
     let bundle = serde_json::json!({
         "SignedEntryTimestamp": STANDARD.encode(set),
@@ -138,7 +137,8 @@ fn a_logged_certificate_from_the_trusted_ca_for_a_trusted_identity_verifies() {
         ..Default::default()
     };
     let digest = format!("sha256:{}", "a".repeat(64));
-    let verified = crate::oci::verify::verify(std::slice::from_ref(&s.layer), &digest, &trust, "img").unwrap();
+    let verified =
+        crate::oci::verify::verify(std::slice::from_ref(&s.layer), &digest, &trust, "img").unwrap();
     assert_eq!(verified, crate::oci::Verified::Identity(identity()));
     let err = crate::oci::verify::verify(&[s.layer], &format!("sha256:{}", "b".repeat(64)), &trust, "img");
     assert!(err.unwrap_err().to_string().contains("for another digest"));
@@ -152,7 +152,10 @@ fn each_keyless_check_refuses_on_its_own() {
 
     let other_subject = Identity { subject: "bob@example.com".into(), ..identity() };
     let err = check(&f, &good, &[other_subject]).unwrap_err();
-    assert!(err.contains("signed by alice@example.com (issuer https://issuer.example), not a trusted identity"), "{err}");
+    assert!(
+        err.contains("signed by alice@example.com (issuer https://issuer.example), not a trusted identity"),
+        "{err}"
+    );
     let other_issuer = Identity { issuer: "https://elsewhere.example".into(), ..identity() };
     assert!(check(&f, &good, &[other_issuer]).is_err());
 
@@ -168,8 +171,14 @@ fn each_keyless_check_refuses_on_its_own() {
     // A changed integration time breaks the SET.
     let mut moved = good.layer.clone();
     moved.bundle = Some(moved.bundle.unwrap().replace(&LOGGED_AT.to_string(), &(LOGGED_AT + 1).to_string()));
-    let err = verify_keyless(&moved, &good.payload, &good.signature, &TrustedRoot::from_json(&f.root_json).unwrap(), &[identity()])
-        .unwrap_err();
+    let err = verify_keyless(
+        &moved,
+        &good.payload,
+        &good.signature,
+        &TrustedRoot::from_json(&f.root_json).unwrap(),
+        &[identity()],
+    )
+    .unwrap_err();
     assert!(err.contains("signed entry timestamp does not verify"), "{err}");
 
     // Another payload under the logged signature.

@@ -30,8 +30,8 @@ const MAX_SCRYPT_LOG_N: u8 = 18;
 /// The DER prefix of a P-256 SubjectPublicKeyInfo before its 65-byte point
 /// (id-ecPublicKey, prime256v1, a 66-byte bit string).
 const P256_SPKI_PREFIX: [u8; 26] = [
-    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48,
-    0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86,
+    0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
 ];
 
 /// A public key a policy trusts: ECDSA P-256.
@@ -64,7 +64,8 @@ impl PublicKey {
         let (_, spki) = x509_parser::x509::SubjectPublicKeyInfo::from_der(der)
             .map_err(|e| format!("not a SubjectPublicKeyInfo: {e}"))?;
         let algorithm = spki.algorithm.algorithm.to_id_string();
-        let curve = spki.algorithm.parameters.as_ref().and_then(|p| p.as_oid().ok()).map(|o| o.to_id_string());
+        let curve =
+            spki.algorithm.parameters.as_ref().and_then(|p| p.as_oid().ok()).map(|o| o.to_id_string());
         if algorithm != "1.2.840.10045.2.1" || curve.as_deref() != Some("1.2.840.10045.3.1.7") {
             return Err(format!(
                 "only ECDSA P-256 keys are accepted (this one is {algorithm}{})",
@@ -153,8 +154,9 @@ impl SigningKey {
     }
 
     fn from_pkcs8(pkcs8: &[u8]) -> Result<Self, OciError> {
-        let pair = EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8, &SystemRandom::new())
-            .map_err(|e| OciError::Key(format!("not an ECDSA P-256 PKCS#8 key: {e}")))?;
+        let pair =
+            EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8, &SystemRandom::new())
+                .map_err(|e| OciError::Key(format!("not an ECDSA P-256 PKCS#8 key: {e}")))?;
         Ok(Self { pair })
     }
 
@@ -165,16 +167,24 @@ impl SigningKey {
         if label != PRIVATE_KEY_LABEL && label != LEGACY_PRIVATE_KEY_LABEL {
             return Err(bad(&format!("a PEM `{label}`, expected `{PRIVATE_KEY_LABEL}` (cosign's format)")));
         }
-        let sealed: Encrypted = serde_json::from_slice(&body).map_err(|e| bad(&format!("not cosign's JSON: {e}")))?;
+        let sealed: Encrypted =
+            serde_json::from_slice(&body).map_err(|e| bad(&format!("not cosign's JSON: {e}")))?;
         if sealed.kdf.name != "scrypt" || sealed.cipher.name != "nacl/secretbox" {
-            return Err(bad(&format!("unsupported kdf {:?} or cipher {:?}", sealed.kdf.name, sealed.cipher.name)));
+            return Err(bad(&format!(
+                "unsupported kdf {:?} or cipher {:?}",
+                sealed.kdf.name, sealed.cipher.name
+            )));
         }
         let ScryptParams { n, r, p } = sealed.kdf.params;
-        let log_n = n.checked_ilog2().filter(|l| 1u64 << l == n).ok_or_else(|| bad("scrypt N is not a power of two"))?;
+        let log_n = n
+            .checked_ilog2()
+            .filter(|l| 1u64 << l == n)
+            .ok_or_else(|| bad("scrypt N is not a power of two"))?;
         if log_n > u32::from(MAX_SCRYPT_LOG_N) || r > 32 || p > 16 {
             return Err(bad("scrypt parameters too costly"));
         }
-        let decode = |s: &str, what: &str| STANDARD.decode(s).map_err(|_| bad(&format!("{what} is not base64")));
+        let decode =
+            |s: &str, what: &str| STANDARD.decode(s).map_err(|_| bad(&format!("{what} is not base64")));
         let salt = decode(&sealed.kdf.salt, "salt")?;
         let nonce = decode(&sealed.cipher.nonce, "nonce")?;
         let ciphertext = decode(&sealed.ciphertext, "ciphertext")?;
@@ -193,7 +203,9 @@ impl SigningKey {
         let rng = SystemRandom::new();
         let mut salt = [0u8; 32];
         let mut nonce = [0u8; 24];
-        rng.fill(&mut salt).and_then(|()| rng.fill(&mut nonce)).map_err(|_| OciError::Key("no randomness".into()))?;
+        rng.fill(&mut salt)
+            .and_then(|()| rng.fill(&mut nonce))
+            .map_err(|_| OciError::Key("no randomness".into()))?;
         let key = derive(password, &salt, SCRYPT_LOG_N, 8, 1)?;
         let ciphertext = XSalsa20Poly1305::new(&key.into())
             .encrypt(Nonce::from_slice(&nonce), pkcs8)
@@ -288,14 +300,14 @@ mod tests {
         let cert = pem_encode("CERTIFICATE", b"x");
         assert!(PublicKey::from_pem(&cert).unwrap_err().to_string().contains("expected `PUBLIC KEY`"));
         // An Ed25519 SubjectPublicKeyInfo.
-        let ed = [
-            &[0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00][..],
-            &[7u8; 32][..],
-        ]
-        .concat();
+        let ed =
+            [&[0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00][..], &[7u8; 32][..]]
+                .concat();
         let err = PublicKey::from_pem(&pem_encode("PUBLIC KEY", &ed)).unwrap_err().to_string();
         assert!(err.contains("only ECDSA P-256"), "{err}");
         let weird = pem_encode(PRIVATE_KEY_LABEL, br#"{"kdf":{"name":"scrypt","params":{"N":3,"r":8,"p":1},"salt":""},"cipher":{"name":"nacl/secretbox","nonce":""},"ciphertext":""}"#);
-        assert!(SigningKey::from_encrypted_pem(&weird, b"").unwrap_err().to_string().contains("power of two"));
+        assert!(
+            SigningKey::from_encrypted_pem(&weird, b"").unwrap_err().to_string().contains("power of two")
+        );
     }
 }

@@ -42,9 +42,9 @@ pub mod verify;
 
 pub use auth::Credentials;
 pub use error::OciError;
+pub use keyless::Identity;
 pub use reference::OciRef;
 pub use registry::{RegistryClient, digest_of};
 pub use store::Store;
 pub use transport::{DEFAULT_MAX_LAYER_BYTES, RegistrySettings};
-pub use keyless::Identity;
 pub use verify::{TrustSet, Verified};

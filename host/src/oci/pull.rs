@@ -77,7 +77,11 @@ pub async fn pull(
     let layer_digest = layer.digest().to_string();
     let component = match store.blob(&layer_digest, max_layer)? {
         Some(bytes) if bytes.len() as u64 == layer.size() => bytes,
-        _ => client.blob(&layer_digest, layer.size(), max_layer, &format!("{what}: the component layer")).await?,
+        _ => {
+            client
+                .blob(&layer_digest, layer.size(), max_layer, &format!("{what}: the component layer"))
+                .await?
+        }
     };
     let pinned = reference.with_digest(&digest);
     let (signer, signatures) = match trust {
@@ -112,7 +116,7 @@ pub fn from_store(
     let Some(manifest_bytes) = store.blob(digest, 4 << 20)? else { return Ok(None) };
     let manifest = parse_manifest(&manifest_bytes, "", &what)?;
     let layer = component_layer(&manifest, max_layer, &what)?;
-    let Some(component) = store.blob(&layer.digest().to_string(), max_layer)? else { return Ok(None) };
+    let Some(component) = store.blob(layer.digest().as_ref(), max_layer)? else { return Ok(None) };
     let signatures = store.signatures(digest)?;
     let signer = match trust {
         None => None,
@@ -144,10 +148,16 @@ pub async fn fetch_signatures(
     let Some((bytes, _, media_type)) = client.manifest(&tag).await? else { return Ok(Vec::new()) };
     let manifest = parse_manifest(&bytes, &media_type, &what)?;
     let mut layers = Vec::new();
-    for layer in manifest.layers().iter().filter(|l| l.media_type().as_ref() == SIMPLE_SIGNING_MEDIA_TYPE).take(MAX_SIGNATURES) {
+    for layer in manifest
+        .layers()
+        .iter()
+        .filter(|l| l.media_type().as_ref() == SIMPLE_SIGNING_MEDIA_TYPE)
+        .take(MAX_SIGNATURES)
+    {
         let Some(annotations) = layer.annotations() else { continue };
         let digest = layer.digest().to_string();
-        let payload = client.blob(&digest, layer.size(), MAX_PAYLOAD_BYTES, &format!("{what}: a payload")).await?;
+        let payload =
+            client.blob(&digest, layer.size(), MAX_PAYLOAD_BYTES, &format!("{what}: a payload")).await?;
         if let Some(signature) = SignatureLayer::from_annotations(&payload, annotations) {
             layers.push(signature);
         }
@@ -177,10 +187,12 @@ pub async fn fetch_pinned_url(
     if !response.status().is_success() {
         return Err(OciError::Registry(format!("{url}: HTTP {}", response.status().as_u16())));
     }
-    let bytes = read_bounded(response, settings.max_layer_bytes, &url.to_string()).await?;
+    let bytes = read_bounded(response, settings.max_layer_bytes, url.as_str()).await?;
     let actual = digest_of(&bytes);
     if actual != digest {
-        return Err(OciError::DigestMismatch(format!("{url}: expected {digest}, the bytes hash to {actual}")));
+        return Err(OciError::DigestMismatch(format!(
+            "{url}: expected {digest}, the bytes hash to {actual}"
+        )));
     }
     store.put_blob(&bytes)?;
     Ok(bytes)

@@ -30,10 +30,9 @@ pub async fn publish(
     artifact: &Artifact,
     key: Option<&SigningKey>,
 ) -> Result<Published, OciError> {
-    let tag = reference
-        .tag()
-        .filter(|_| reference.digest().is_none())
-        .ok_or_else(|| OciError::InvalidReference(format!("{reference}: publish to a tag (…:TAG), not a digest")))?;
+    let tag = reference.tag().filter(|_| reference.digest().is_none()).ok_or_else(|| {
+        OciError::InvalidReference(format!("{reference}: publish to a tag (…:TAG), not a digest"))
+    })?;
     client.push_blob(component).await?;
     client.push_blob(&artifact.config).await?;
     let digest = client.push_manifest(tag, OCI_MANIFEST_MEDIA_TYPE, &artifact.manifest).await?;
@@ -46,7 +45,11 @@ pub async fn publish(
 
 /// Sign the manifest `pinned` names with `key` and push the signature, keeping the
 /// signatures already there.
-pub async fn push_signature(client: &RegistryClient, pinned: &OciRef, key: &SigningKey) -> Result<(), OciError> {
+pub async fn push_signature(
+    client: &RegistryClient,
+    pinned: &OciRef,
+    key: &SigningKey,
+) -> Result<(), OciError> {
     let digest = pinned.digest().ok_or_else(|| OciError::InvalidReference(format!("{pinned}: no digest")))?;
     let mut layers = fetch_signatures(client, digest, pinned).await?;
     layers.push(sign(key, &pinned.docker_reference(), digest)?);

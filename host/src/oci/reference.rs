@@ -162,7 +162,10 @@ mod tests {
             assert_eq!(r.to_string(), text);
         }
         let r = OciRef::parse("oci://127.0.0.1:5000/tools/wc").unwrap();
-        assert_eq!((r.host(), r.port(), r.repository(), r.tag()), ("127.0.0.1", Some(5000), "tools/wc", Some("latest")));
+        assert_eq!(
+            (r.host(), r.port(), r.repository(), r.tag()),
+            ("127.0.0.1", Some(5000), "tools/wc", Some("latest"))
+        );
         assert!(r.is_loopback());
         assert_eq!(r.docker_reference(), "127.0.0.1:5000/tools/wc");
         assert_eq!(signature_tag(&digest), format!("sha256-{}.sig", "ab".repeat(32)));

@@ -49,14 +49,18 @@ pub fn digest_of(bytes: &[u8]) -> String {
 
 /// Whether `digest` is `sha256:` and 64 lower-case hex digits (safe in a path or a URL).
 pub(crate) fn is_sha256_digest(digest: &str) -> bool {
-    digest
-        .strip_prefix("sha256:")
-        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    digest.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 impl RegistryClient {
     /// A client for the registry and repository of `reference`.
-    pub fn new(reference: &OciRef, settings: RegistrySettings, credentials: Credentials) -> Result<Self, OciError> {
+    pub fn new(
+        reference: &OciRef,
+        settings: RegistrySettings,
+        credentials: Credentials,
+    ) -> Result<Self, OciError> {
         let transport = Transport::new(reference, &settings)?;
         Ok(Self {
             transport,
@@ -132,7 +136,8 @@ impl RegistryClient {
         scope: Option<&str>,
         access: Access,
     ) -> Result<HeaderValue, OciError> {
-        let mut url = Url::parse(realm).map_err(|e| OciError::Registry(format!("token realm {realm:?}: {e}")))?;
+        let mut url =
+            Url::parse(realm).map_err(|e| OciError::Registry(format!("token realm {realm:?}: {e}")))?;
         let wanted = match access {
             Access::Pull => format!("repository:{}:pull", self.repository),
             Access::Push => format!("repository:{}:pull,push", self.repository),
@@ -157,8 +162,12 @@ impl RegistryClient {
             )));
         }
         let body = read_bounded(response, self.settings.max_manifest_bytes, "the token answer").await?;
-        let answer: TokenAnswer = serde_json::from_slice(&body)
-            .map_err(|e| OciError::Registry(format!("token server {}: not a token answer: {e}", url.origin().ascii_serialization())))?;
+        let answer: TokenAnswer = serde_json::from_slice(&body).map_err(|e| {
+            OciError::Registry(format!(
+                "token server {}: not a token answer: {e}",
+                url.origin().ascii_serialization()
+            ))
+        })?;
         answer.header().ok_or_else(|| OciError::Registry("the token server sent no usable token".into()))
     }
 
@@ -187,7 +196,9 @@ impl RegistryClient {
         let bytes = read_bounded(response, self.settings.max_manifest_bytes, &what).await?;
         let digest = digest_of(&bytes);
         if reference.starts_with("sha256:") && digest != reference {
-            return Err(OciError::DigestMismatch(format!("{what}: the registry sent bytes whose digest is {digest}")));
+            return Err(OciError::DigestMismatch(format!(
+                "{what}: the registry sent bytes whose digest is {digest}"
+            )));
         }
         Ok(Some((bytes, digest, media_type)))
     }
@@ -197,10 +208,14 @@ impl RegistryClient {
     /// to `digest`.
     pub async fn blob(&self, digest: &str, size: u64, limit: u64, what: &str) -> Result<Vec<u8>, OciError> {
         if size > limit {
-            return Err(OciError::TooLarge(format!("{what} {digest} is {size} bytes; at most {limit} are pulled")));
+            return Err(OciError::TooLarge(format!(
+                "{what} {digest} is {size} bytes; at most {limit} are pulled"
+            )));
         }
         if !is_sha256_digest(digest) {
-            return Err(OciError::Unsupported(format!("{what}: digest {digest:?} is not sha256:<64 hex digits>")));
+            return Err(OciError::Unsupported(format!(
+                "{what}: digest {digest:?} is not sha256:<64 hex digits>"
+            )));
         }
         let url = self.url(&format!("blobs/{digest}"))?;
         let response = self.send(Access::Pull, || Request::new(Method::GET, url.clone())).await?;
@@ -214,7 +229,9 @@ impl RegistryClient {
         // One byte past the declared size shows a longer blob without reading it all.
         let bytes = match read_bounded(response, size + 1, what).await {
             Err(OciError::TooLarge(_)) => {
-                return Err(OciError::DigestMismatch(format!("{what} {digest}: longer than the {size} bytes declared")));
+                return Err(OciError::DigestMismatch(format!(
+                    "{what} {digest}: longer than the {size} bytes declared"
+                )));
             }
             other => other?,
         };
@@ -226,7 +243,9 @@ impl RegistryClient {
         }
         let actual = digest_of(&bytes);
         if actual != digest {
-            return Err(OciError::DigestMismatch(format!("{what}: asked for {digest}, the bytes hash to {actual}")));
+            return Err(OciError::DigestMismatch(format!(
+                "{what}: asked for {digest}, the bytes hash to {actual}"
+            )));
         }
         Ok(bytes)
     }
@@ -263,7 +282,12 @@ impl RegistryClient {
     }
 
     /// Push a manifest under `reference` (a tag); its digest.
-    pub async fn push_manifest(&self, reference: &str, media_type: &str, bytes: &[u8]) -> Result<String, OciError> {
+    pub async fn push_manifest(
+        &self,
+        reference: &str,
+        media_type: &str,
+        bytes: &[u8],
+    ) -> Result<String, OciError> {
         let url = self.url(&format!("manifests/{reference}"))?;
         let content_type = HeaderValue::from_str(media_type)
             .map_err(|_| OciError::Unsupported(format!("media type {media_type:?}")))?;

@@ -170,7 +170,9 @@ pub fn sign(key: &SigningKey, docker_reference: &str, digest: &str) -> Result<Si
 pub fn signature_image(layers: &[SignatureLayer]) -> Result<(Vec<Vec<u8>>, Vec<u8>), OciError> {
     let payloads: Vec<Vec<u8>> = layers
         .iter()
-        .map(|l| l.payload_bytes().ok_or_else(|| OciError::SignatureInvalid("a payload is not base64".into())))
+        .map(|l| {
+            l.payload_bytes().ok_or_else(|| OciError::SignatureInvalid("a payload is not base64".into()))
+        })
         .collect::<Result<_, _>>()?;
     let diff_ids: Vec<String> = payloads.iter().map(|p| digest_of(p)).collect();
     let config = serde_json::to_vec(&serde_json::json!({
@@ -206,14 +208,18 @@ mod tests {
         assert_eq!(payload.digest, digest);
         assert_eq!(payload.kind, PAYLOAD_TYPE);
         assert_eq!(payload.docker_reference, "127.0.0.1:5000/tools/wc");
-        assert!(key.public_key().verifies(&layer.payload_bytes().unwrap(), &layer.signature_bytes().unwrap()));
+        assert!(
+            key.public_key().verifies(&layer.payload_bytes().unwrap(), &layer.signature_bytes().unwrap())
+        );
         let (blobs, manifest) = signature_image(std::slice::from_ref(&layer)).unwrap();
         assert_eq!(blobs.len(), 2);
         let text = String::from_utf8(manifest).unwrap();
         assert!(text.contains(SIGNATURE_ANNOTATION) && text.contains(SIMPLE_SIGNING_MEDIA_TYPE), "{text}");
-        let again =
-            SignatureLayer::from_annotations(&blobs[1], &HashMap::from([(SIGNATURE_ANNOTATION.into(), layer.signature.clone())]))
-                .unwrap();
+        let again = SignatureLayer::from_annotations(
+            &blobs[1],
+            &HashMap::from([(SIGNATURE_ANNOTATION.into(), layer.signature.clone())]),
+        )
+        .unwrap();
         assert_eq!(again, layer);
         assert!(Payload::parse(b"{}").is_err());
     }

@@ -55,8 +55,8 @@ impl Store {
     /// The blob `digest`, if stored; its bytes re-hashed (at most `max_bytes`).
     pub fn blob(&self, digest: &str, max_bytes: u64) -> Result<Option<Vec<u8>>, OciError> {
         let path = self.path("blobs", digest)?;
-        let Some(bytes) =
-            hostfs::read_regular(&path, max_bytes).map_err(|e| OciError::store(&path.display().to_string(), e))?
+        let Some(bytes) = hostfs::read_regular(&path, max_bytes)
+            .map_err(|e| OciError::store(&path.display().to_string(), e))?
         else {
             return Ok(None);
         };
@@ -120,7 +120,12 @@ mod tests {
         let path = store.path("blobs", &digest).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         for dir in [path.parent().unwrap(), store.root()] {
-            assert_eq!(std::fs::metadata(dir).unwrap().permissions().mode() & 0o777, 0o700, "{}", dir.display());
+            assert_eq!(
+                std::fs::metadata(dir).unwrap().permissions().mode() & 0o777,
+                0o700,
+                "{}",
+                dir.display()
+            );
         }
         // A changed copy is refused, not used.
         std::fs::write(&path, b"c0mponent").unwrap();

@@ -207,7 +207,9 @@ impl Transport {
                 .get(LOCATION)
                 .and_then(|l| l.to_str().ok())
                 .and_then(|l| url.join(l).ok())
-                .ok_or_else(|| OciError::Registry(format!("{url}: HTTP {status} without a usable Location")))?;
+                .ok_or_else(|| {
+                    OciError::Registry(format!("{url}: HTTP {status} without a usable Location"))
+                })?;
             if hop == self.max_redirects {
                 return Err(OciError::TooManyRedirects(format!(
                     "{url}: still redirected after {} redirects (last to {next})",
@@ -232,8 +234,13 @@ impl Transport {
 
 /// Read at most `limit` bytes of `response`'s body: a declared length over it is
 /// refused before anything is read, a body that grows past it as soon as it does.
-pub(crate) async fn read_bounded(mut response: Response, limit: u64, what: &str) -> Result<Vec<u8>, OciError> {
-    let too_large = |n: u64| OciError::TooLarge(format!("{what} is {n} bytes or more; at most {limit} are read"));
+pub(crate) async fn read_bounded(
+    mut response: Response,
+    limit: u64,
+    what: &str,
+) -> Result<Vec<u8>, OciError> {
+    let too_large =
+        |n: u64| OciError::TooLarge(format!("{what} is {n} bytes or more; at most {limit} are read"));
     if let Some(len) = response.content_length()
         && len > limit
     {
@@ -294,7 +301,8 @@ impl reqwest::dns::Resolve for VettingResolver {
         let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
         let allow_private = host == self.registry_host;
         Box::pin(async move {
-            let addrs = inner.lookup(&host).await.map_err(|e| Box::new(Refused(format!("resolving {host}: {e}"))))?;
+            let addrs =
+                inner.lookup(&host).await.map_err(|e| Box::new(Refused(format!("resolving {host}: {e}"))))?;
             vet_resolved(&host, &addrs, allow_private).map_err(|e| Box::new(Refused(e.to_string())))?;
             let addrs: Vec<std::net::SocketAddr> =
                 addrs.into_iter().map(|ip| std::net::SocketAddr::new(ip, 0)).collect();

@@ -40,7 +40,11 @@ impl TrustSet {
         let mut who: Vec<String> =
             self.keys.iter().map(|(name, key)| format!("key {name} ({})", key.fingerprint())).collect();
         who.extend(self.identities.iter().map(|i| format!("identity {i}")));
-        if who.is_empty() { "nobody is trusted".into() } else { format!("expected one by {}", who.join(" or ")) }
+        if who.is_empty() {
+            "nobody is trusted".into()
+        } else {
+            format!("expected one by {}", who.join(" or "))
+        }
     }
 }
 
@@ -70,7 +74,12 @@ impl fmt::Display for Verified {
 /// Check `layers` (the signatures found for `image`) against `trust` for the manifest
 /// `digest`: `signature_missing` when there are none, `signature_invalid` when none
 /// is both valid and by someone trusted.
-pub fn verify(layers: &[SignatureLayer], digest: &str, trust: &TrustSet, image: &str) -> Result<Verified, OciError> {
+pub fn verify(
+    layers: &[SignatureLayer],
+    digest: &str,
+    trust: &TrustSet,
+    image: &str,
+) -> Result<Verified, OciError> {
     if layers.is_empty() {
         return Err(OciError::SignatureMissing(format!("{image}: no signature; {}", trust.expected())));
     }
@@ -104,7 +113,12 @@ fn verify_one(layer: &SignatureLayer, digest: &str, trust: &TrustSet) -> Result<
 }
 
 /// Who made `signature` over `payload`, among the trusted.
-fn signer(layer: &SignatureLayer, payload: &[u8], signature: &[u8], trust: &TrustSet) -> Result<Verified, String> {
+fn signer(
+    layer: &SignatureLayer,
+    payload: &[u8],
+    signature: &[u8],
+    trust: &TrustSet,
+) -> Result<Verified, String> {
     if let Some((name, key)) = trust.keys.iter().find(|(_, key)| key.verifies(payload, signature)) {
         return Ok(Verified::Key { name: name.clone(), fingerprint: key.fingerprint() });
     }
@@ -138,14 +152,16 @@ mod tests {
         let (mallory, _) = SigningKey::generate().unwrap();
         let trust = TrustSet { keys: vec![("alice".into(), alice.public_key())], ..TrustSet::default() };
         let good = sign(&alice, "r/x", &digest('a')).unwrap();
-        assert!(matches!(verify(&[good.clone()], &digest('a'), &trust, "img"), Ok(Verified::Key { name, .. }) if name == "alice"));
+        assert!(
+            matches!(verify(std::slice::from_ref(&good), &digest('a'), &trust, "img"), Ok(Verified::Key { name, .. }) if name == "alice")
+        );
 
         let err = verify(&[], &digest('a'), &trust, "img").unwrap_err();
         assert_eq!(err.code(), "signature_missing");
         assert!(err.to_string().contains("expected one by key alice (sha256:"), "{err}");
 
         let other_key = sign(&mallory, "r/x", &digest('a')).unwrap();
-        let err = verify(&[other_key.clone()], &digest('a'), &trust, "img").unwrap_err();
+        let err = verify(std::slice::from_ref(&other_key), &digest('a'), &trust, "img").unwrap_err();
         assert_eq!(err.code(), "signature_invalid");
         assert!(err.to_string().contains("does not verify with any trusted key"), "{err}");
 
@@ -162,7 +178,8 @@ mod tests {
         assert!(verify(&[other_key, good], &digest('a'), &trust, "img").is_ok());
         // Trusting nobody verifies nothing.
         let none = TrustSet::default();
-        let err = verify(&[sign(&alice, "r/x", &digest('a')).unwrap()], &digest('a'), &none, "img").unwrap_err();
+        let err =
+            verify(&[sign(&alice, "r/x", &digest('a')).unwrap()], &digest('a'), &none, "img").unwrap_err();
         assert!(err.to_string().contains("no key is trusted"), "{err}");
     }
 }

@@ -177,7 +177,11 @@ fn insert_trust(doc: &mut DocumentMut, draft: &PluginEntryDraft) -> Result<(), S
     for (name, pem) in &remote.keys {
         match keys.get(name).and_then(|v| v.as_str()) {
             Some(existing) if existing.trim() == pem.trim() => {}
-            Some(_) => return Err(format!("[trust.keys] already holds another key named `{name}`: pick another name")),
+            Some(_) => {
+                return Err(format!(
+                    "[trust.keys] already holds another key named `{name}`: pick another name"
+                ));
+            }
             None => {
                 keys.insert(name, value(pem));
             }
@@ -211,10 +215,20 @@ pub fn remove_plugin_entry(path: &Path, name: &str) -> Result<bool, PolicyError>
     }
     let named: Vec<String> = plugins
         .iter()
-        .filter_map(|(_, e)| e.as_table()?.get("keys")?.as_array().map(|a| a.iter().filter_map(|k| k.as_str().map(str::to_string)).collect::<Vec<_>>()))
+        .filter_map(|(_, e)| {
+            e.as_table()?
+                .get("keys")?
+                .as_array()
+                .map(|a| a.iter().filter_map(|k| k.as_str().map(str::to_string)).collect::<Vec<_>>())
+        })
         .flatten()
         .collect();
-    if let Some(keys) = doc.get_mut("trust").and_then(|t| t.as_table_mut()).and_then(|t| t.get_mut("keys")).and_then(|k| k.as_table_mut()) {
+    if let Some(keys) = doc
+        .get_mut("trust")
+        .and_then(|t| t.as_table_mut())
+        .and_then(|t| t.get_mut("keys"))
+        .and_then(|k| k.as_table_mut())
+    {
         keys.retain(|key, _| named.iter().any(|n| n == key));
     }
     write_doc(path, &doc)?;

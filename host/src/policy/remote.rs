@@ -92,7 +92,8 @@ impl RawTrust {
     pub(super) fn parse(&self, base: &Path) -> Result<FileTrust, Refusal> {
         let mut keys = BTreeMap::new();
         for (name, pem) in &self.keys {
-            super::PluginEntry::check_name(name.get_ref()).map_err(|e| (name.span(), format!("trust.keys: {e}")))?;
+            super::PluginEntry::check_name(name.get_ref())
+                .map_err(|e| (name.span(), format!("trust.keys: {e}")))?;
             let key = PublicKey::from_pem(pem.get_ref())
                 .map_err(|e| (pem.span(), format!("trust.keys.{}: {}", name.get_ref(), e.message())))?;
             keys.insert(name.get_ref().clone(), key);
@@ -101,9 +102,14 @@ impl RawTrust {
             (None, None) => None,
             (Some(path), Some(sha)) => Some(Arc::new(read_root(base, path, sha)?)),
             (Some(path), None) => {
-                return Err((path.span(), "trust.trusted-root needs trusted-root-sha256 (its bytes, pinned)".into()));
+                return Err((
+                    path.span(),
+                    "trust.trusted-root needs trusted-root-sha256 (its bytes, pinned)".into(),
+                ));
             }
-            (None, Some(sha)) => return Err((sha.span(), "trust.trusted-root-sha256 without trusted-root".into())),
+            (None, Some(sha)) => {
+                return Err((sha.span(), "trust.trusted-root-sha256 without trusted-root".into()));
+            }
         };
         Ok(FileTrust { require: self.require_signature.unwrap_or(true), keys, root })
     }
@@ -134,7 +140,11 @@ pub(super) struct RawRemote<'a> {
 impl RawRemote<'_> {
     /// The source, and for an `oci://` one the signers it needs (`None`: the file's
     /// `[trust] require-signature = false` and none named).
-    pub(super) fn parse(&self, base: &Path, trust: &FileTrust) -> Result<(EntrySource, Option<TrustSet>), Refusal> {
+    pub(super) fn parse(
+        &self,
+        base: &Path,
+        trust: &FileTrust,
+    ) -> Result<(EntrySource, Option<TrustSet>), Refusal> {
         let name = self.name;
         let text = self.source.get_ref();
         let at = |why: String| (self.source.span(), format!("plugins.{name}.source: {why}"));
@@ -167,17 +177,26 @@ impl RawRemote<'_> {
         if let Some(flag) = self.plain_http.filter(|f| *f.get_ref())
             && !reference.is_loopback()
         {
-            return Err((flag.span(), format!("plugins.{name}.plain-http: only for a registry on this machine")));
+            return Err((
+                flag.span(),
+                format!("plugins.{name}.plain-http: only for a registry on this machine"),
+            ));
         }
         let mut signers = TrustSet { root: trust.root.clone(), ..TrustSet::default() };
         for key in self.keys {
             let pem = trust.keys.get(key.get_ref()).ok_or_else(|| {
-                (key.span(), format!("plugins.{name}.keys: no key `{}` in this file's [trust.keys]", key.get_ref()))
+                (
+                    key.span(),
+                    format!("plugins.{name}.keys: no key `{}` in this file's [trust.keys]", key.get_ref()),
+                )
             })?;
             signers.keys.push((key.get_ref().clone(), pem.clone()));
         }
-        signers.identities =
-            self.identities.iter().map(|i| Identity { subject: i.subject.clone(), issuer: i.issuer.clone() }).collect();
+        signers.identities = self
+            .identities
+            .iter()
+            .map(|i| Identity { subject: i.subject.clone(), issuer: i.issuer.clone() })
+            .collect();
         if !signers.identities.is_empty() && signers.root.is_none() {
             return Err(at("keyless identities need [trust] trusted-root (and trusted-root-sha256)".into()));
         }
