@@ -140,6 +140,9 @@ fn wait_ready(addr: SocketAddr, child: &mut Child) -> bool {
 /// write (then the connection is closed).
 pub type Script = Arc<dyn Fn(&str) -> Vec<u8> + Send + Sync>;
 
+/// A [`Script`] that also sees the request's whole head (request line and headers).
+pub type HeadScript = Arc<dyn Fn(&str, &str) -> Vec<u8> + Send + Sync>;
+
 /// A tiny HTTP/1.1 server on loopback answering each request with what its script
 /// says, then closing the connection: for faults a real registry does not make.
 pub struct FaultServer {
@@ -148,17 +151,25 @@ pub struct FaultServer {
     stop: Arc<AtomicBool>,
     /// Every request line seen.
     pub seen: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Every request head seen (request line and headers).
+    pub heads: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl FaultServer {
     /// Serve `script` until dropped.
     pub fn start(script: Script) -> Self {
+        Self::start_with_heads(Arc::new(move |path, _| script(path)))
+    }
+
+    /// Serve `script`, which sees each request's head too, until dropped.
+    pub fn start_with_heads(script: HeadScript) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (flag, log) = (stop.clone(), seen.clone());
+        let heads = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (flag, log, head_log) = (stop.clone(), seen.clone(), heads.clone());
         std::thread::spawn(move || {
             while !flag.load(Ordering::Relaxed) {
                 match listener.accept() {
@@ -176,15 +187,16 @@ impl FaultServer {
                         let head = String::from_utf8_lossy(&buf).into_owned();
                         let line = head.lines().next().unwrap_or("").to_string();
                         log.lock().unwrap().push(line.clone());
+                        head_log.lock().unwrap().push(head.clone());
                         let path = line.split(' ').nth(1).unwrap_or("/").to_string();
-                        let _ = stream.write_all(&script(&path));
+                        let _ = stream.write_all(&script(&path, &head));
                         let _ = stream.flush();
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
             }
         });
-        Self { addr, stop, seen }
+        Self { addr, stop, seen, heads }
     }
 
     /// `oci://127.0.0.1:PORT/REPO:TAG`.

@@ -463,6 +463,127 @@ fn basic_auth_is_used_only_when_asked_and_never_shown() {
     assert!(!m.policy().contains("pa55-w0rd-xyz"));
 }
 
+/// A registry that wants a bearer token from its own token realm: the docker login's
+/// basic credentials go to the realm, the token to the registry, and neither is ever
+/// printed, even with TOOLHOST_LOG=trace. A realm on any other origin (another port of
+/// loopback, the same address by another name) is refused before anything is sent.
+#[test]
+fn bearer_tokens_come_from_the_registrys_own_realm_and_are_never_shown() {
+    const TOKEN: &str = "tok-S3CRET-4f9a";
+    const PASSWORD: &str = "pw-S3CRET-77c1";
+    let realm: Arc<std::sync::OnceLock<String>> = Arc::default();
+    let basic =
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, format!("alice:{PASSWORD}"));
+    let huge =
+        huge_layer_manifest(&format!("sha256:{}", "1".repeat(64)), &format!("sha256:{}", "2".repeat(64)));
+    let script_realm = realm.clone();
+    let script_basic = basic.clone();
+    let registry = FaultServer::start_with_heads(Arc::new(move |path, head| {
+        let has = |header: &str| head.lines().any(|l| l.eq_ignore_ascii_case(header));
+        if path.starts_with("/token") {
+            if has(&format!("authorization: Basic {script_basic}")) {
+                response(
+                    "200 OK",
+                    &[("Content-Type", "application/json")],
+                    format!(r#"{{"token":"{TOKEN}"}}"#).as_bytes(),
+                )
+            } else {
+                response("401 Unauthorized", &[], b"")
+            }
+        } else if !has(&format!("authorization: Bearer {TOKEN}")) {
+            let challenge = format!(r#"Bearer realm="{}",service="test""#, script_realm.get().unwrap());
+            response("401 Unauthorized", &[("WWW-Authenticate", challenge.as_str())], b"")
+        } else if path.contains("/manifests/") {
+            response("200 OK", &[("Content-Type", "application/vnd.oci.image.manifest.v1+json")], &huge)
+        } else {
+            response("404 Not Found", &[], b"")
+        }
+    }));
+    let bystander = fault_server(|_| response("200 OK", &[], format!(r#"{{"token":"{TOKEN}"}}"#).as_bytes()));
+    let add = |realm_url: String| {
+        let mut m = Machine::new();
+        let docker = m.keys.path().join("docker");
+        std::fs::create_dir_all(&docker).unwrap();
+        std::fs::write(
+            docker.join("config.json"),
+            format!(r#"{{"auths": {{"{}": {{"auth": "{basic}"}}}}}}"#, registry.addr),
+        )
+        .unwrap();
+        m.env.push(("TOOLHOST_LOG".into(), "trace".into()));
+        let _ = realm.set(realm_url);
+        let key = m.key("k");
+        let reference = registry.reference("t/x:v1");
+        let trust = format!("{key}.pub");
+        let out = m.run(&["add", &reference, "--trust-key", &trust, "--plain-http", "--registry-auth"]);
+        for output in [&out.stdout, &out.stderr] {
+            for secret in [TOKEN, PASSWORD, basic.as_str()] {
+                assert!(!text(output).contains(secret), "{secret} was shown: {}", text(output));
+            }
+        }
+        (m, out)
+    };
+
+    // The realm is the registry itself: basic auth there, then the token; the manifest
+    // (a 5 GB layer) is reached with it and refused.
+    let (m, out) = add(format!("http://{}/token", registry.addr));
+    refused_under_trace(&m, &out, "too_large");
+    let heads = registry.heads.lock().unwrap().clone();
+    let token_requests: Vec<&String> = heads.iter().filter(|h| h.starts_with("GET /token")).collect();
+    assert!(!token_requests.is_empty() && token_requests.iter().all(|h| h.contains(&basic)), "{heads:?}");
+    assert!(heads.iter().any(|h| h.contains("/manifests/") && h.contains(TOKEN)), "{heads:?}");
+    assert!(
+        !heads.iter().any(|h| !h.starts_with("GET /token") && h.contains(&basic)),
+        "basic auth went past the realm"
+    );
+
+    // A realm elsewhere: refused before it is asked, so no credential leaves.
+    let server = FaultServer::start_with_heads(Arc::new({
+        let target = format!("http://{}/token", bystander.addr);
+        move |_, _| {
+            let challenge = format!(r#"Bearer realm="{target}",service="test""#);
+            response("401 Unauthorized", &[("WWW-Authenticate", challenge.as_str())], b"")
+        }
+    }));
+    let mut m = Machine::new();
+    let key = m.key("k");
+    let docker = m.keys.path().join("docker");
+    std::fs::create_dir_all(&docker).unwrap();
+    std::fs::write(
+        docker.join("config.json"),
+        format!(r#"{{"auths": {{"{}": {{"auth": "{basic}"}}}}}}"#, server.addr),
+    )
+    .unwrap();
+    m.env.push(("TOOLHOST_LOG".into(), "trace".into()));
+    let trust = format!("{key}.pub");
+    let out = m.run(&[
+        "add",
+        &server.reference("t/x:v1"),
+        "--trust-key",
+        &trust,
+        "--plain-http",
+        "--registry-auth",
+    ]);
+    let err = refused_under_trace(&m, &out, "blocked_url");
+    assert!(err.contains("only the registry's own address"), "{err}");
+    assert!(!text(&out.stderr).contains(PASSWORD) && !text(&out.stderr).contains(&basic));
+    assert!(bystander.seen.lock().unwrap().is_empty(), "the other realm was asked");
+    assert!(
+        !server.heads.lock().unwrap().iter().any(|h| h.to_ascii_lowercase().contains("authorization")),
+        "credentials were sent before a challenge"
+    );
+}
+
+/// [`assert_refused`] for a run with TOOLHOST_LOG set: the refusal is stderr's last line.
+fn refused_under_trace(m: &Machine, out: &Output, code: &str) -> String {
+    let err = text(&out.stderr);
+    let last = err.lines().last().unwrap_or("").to_string();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(last.starts_with(&format!("toolhost: {code}: ")), "expected {code}: {last}");
+    assert!(!m.policy_path().exists());
+    assert!(m.stored_files().is_empty());
+    last
+}
+
 /// A server that answers `/v2/` and every other path with `answer(path)`.
 fn fault_server(answer: impl Fn(&str) -> Vec<u8> + Send + Sync + 'static) -> FaultServer {
     FaultServer::start(Arc::new(answer))
