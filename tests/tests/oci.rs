@@ -138,6 +138,15 @@ fn publish_add_and_call_by_tag_and_by_digest() {
     let registry = Registry::start();
     let m = Machine::new();
     let alice = m.key("alice");
+    // The private key is the owner's alone, and keygen never overwrites one.
+    use std::os::unix::fs::PermissionsExt;
+    let key_mode = std::fs::metadata(format!("{alice}.key")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(key_mode, 0o600);
+    let before = std::fs::read(format!("{alice}.key")).unwrap();
+    let out = m.run(&["keygen", &alice, "--no-password"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("never overwrites"), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(format!("{alice}.key")).unwrap(), before);
     let reference = registry.reference("tools/hostile:v1");
     let digest = publish(&m, HOSTILE_WASM, &reference, Some(&alice));
 
@@ -153,7 +162,6 @@ fn publish_add_and_call_by_tag_and_by_digest() {
     m.ok(&["call", "noop", "{}"]);
 
     // The store: the component under its digest, private.
-    use std::os::unix::fs::PermissionsExt;
     let files = m.stored_files();
     assert_eq!(files.len(), 3, "manifest, component, signatures: {files:?}");
     for file in &files {
