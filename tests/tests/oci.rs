@@ -469,6 +469,23 @@ fn basic_auth_is_used_only_when_asked_and_never_shown() {
         );
     }
     assert!(!m.policy().contains("pa55-w0rd-xyz"));
+    assert!(m.policy().contains("registry-auth = true"), "{}", m.policy());
+
+    // A later start with an empty store pulls with the same login; without it, it refuses.
+    std::fs::remove_dir_all(m.store()).unwrap();
+    let out = m.run(&["list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("noop"), "{}", text(&out.stdout));
+    std::fs::remove_dir_all(m.store()).unwrap();
+    std::fs::remove_file(docker.join("config.json")).unwrap();
+    let out = m.run(&["list"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("--registry-auth: ") && text(&out.stderr).contains("no such file"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(m.stored_files().is_empty());
 }
 
 /// A registry that wants a bearer token from its own token realm: the docker login's

@@ -424,9 +424,19 @@ impl HostBuilder {
         let settings = crate::oci::RegistrySettings { plain_http: entry.plain_http, ..Default::default() };
         match &entry.source {
             EntrySource::Oci(reference) => {
-                crate::oci::pull::load_pinned(reference, entry.signers.as_ref(), settings, &store)
-                    .await
-                    .map_err(refused)
+                let credentials = || match entry.registry_auth {
+                    true => crate::oci::Credentials::from_docker_config(&reference.registry(), None),
+                    false => Ok(crate::oci::Credentials::Anonymous),
+                };
+                crate::oci::pull::load_pinned(
+                    reference,
+                    entry.signers.as_ref(),
+                    settings,
+                    credentials,
+                    &store,
+                )
+                .await
+                .map_err(refused)
             }
             EntrySource::Https(url) => {
                 crate::oci::pull::fetch_pinned_url(url, &entry.sha256, &settings, &store)

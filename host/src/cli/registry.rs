@@ -23,7 +23,7 @@ pub(crate) struct RegistryArgs {
     /// ($DOCKER_CONFIG/config.json, else ~/.docker/config.json). It is sent to that
     /// registry only, and never printed.
     #[arg(long)]
-    registry_auth: bool,
+    pub(crate) registry_auth: bool,
     /// Longest wait for a registry's next bytes, in milliseconds (default 30000).
     #[arg(long, value_name = "MS")]
     registry_timeout_ms: Option<u64>,

@@ -116,7 +116,8 @@ pub(crate) async fn add(
         return Ok(ExitCode::SUCCESS);
     }
     let reference = OciRef::parse(source)?;
-    let (trust, remote) = signers.trust(args, registry.plain_http)?;
+    let (trust, mut remote) = signers.trust(args, registry.plain_http)?;
+    remote.registry_auth = registry.registry_auth;
     let client = registry.client(&reference)?;
     let store = store()?;
     let pulled = pull(&reference, &client, Some(&trust), &store).await?;
@@ -180,6 +181,7 @@ pub(crate) async fn update(args: &NameArgs, registry: &RegistryArgs, yes: bool) 
     let Some(tag) = pinned.tag() else { bail!("plugins.{}: its source names no tag to follow", entry.name) };
     let mut registry = registry.clone();
     registry.plain_http |= entry.plain_http;
+    registry.registry_auth |= entry.registry_auth;
     let client = registry.client(pinned)?;
     let store = store()?;
     let signers = entry.signers.as_ref();

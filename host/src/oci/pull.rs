@@ -199,11 +199,13 @@ pub async fn fetch_pinned_url(
 }
 
 /// The component of a policy entry pinned to a manifest digest: from the store
-/// (verified again), else pulled anonymously by that digest and verified.
+/// (verified again), else pulled by that digest with the `credentials` (asked for only
+/// then) and verified.
 pub async fn load_pinned(
     reference: &OciRef,
     signers: Option<&TrustSet>,
     settings: RegistrySettings,
+    credentials: impl FnOnce() -> Result<super::Credentials, OciError>,
     store: &Store,
 ) -> Result<Vec<u8>, OciError> {
     if reference.digest().is_none() {
@@ -212,7 +214,7 @@ pub async fn load_pinned(
     if let Some(stored) = from_store(reference, signers, store, settings.max_layer_bytes)? {
         return Ok(stored.component);
     }
-    let client = RegistryClient::new(reference, settings, super::Credentials::Anonymous)?;
+    let client = RegistryClient::new(reference, settings, credentials()?)?;
     let pulled = pull(reference, &client, signers, store).await?;
     pulled.keep(store)?;
     Ok(pulled.component)

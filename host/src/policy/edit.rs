@@ -52,6 +52,8 @@ pub struct RemoteDraft {
     pub trusted_root: Option<(String, String)>,
     /// Speak plain HTTP to its (loopback) registry.
     pub plain_http: bool,
+    /// Log in to its registry with the user's docker config on later pulls.
+    pub registry_auth: bool,
 }
 
 /// The entry `draft` as policy file text: a `[plugins.NAME]` table, every key and
@@ -143,6 +145,9 @@ fn insert_entry(plugins: &mut Table, draft: &PluginEntryDraft) {
         }
         if remote.plain_http {
             entry.insert("plain-http", value(true));
+        }
+        if remote.registry_auth {
+            entry.insert("registry-auth", value(true));
         }
     }
     plugins.insert(&draft.name, Item::Table(entry));

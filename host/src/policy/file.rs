@@ -74,6 +74,7 @@ struct RawPlugin {
     #[serde(default)]
     identities: Vec<super::remote::RawIdentity>,
     plain_http: Option<Spanned<bool>>,
+    registry_auth: Option<Spanned<bool>>,
 }
 
 fn no_fs() -> FsGrant {
@@ -149,6 +150,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             keys: &plugin.keys,
             identities: &plugin.identities,
             plain_http: plugin.plain_http.as_ref(),
+            registry_auth: plugin.registry_auth.as_ref(),
         };
         let (source, signers) = remote.parse(base, &trust).map_err(|(span, e)| at(span, e))?;
         plugins.push(PluginEntry {
@@ -156,6 +158,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             source,
             signers,
             plain_http: plugin.plain_http.is_some_and(|p| *p.get_ref()),
+            registry_auth: plugin.registry_auth.is_some_and(|p| *p.get_ref()),
             sha256: sha.to_ascii_lowercase(),
             filesystem: plugin.filesystem,
             read_dirs,

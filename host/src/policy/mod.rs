@@ -104,6 +104,9 @@ pub struct PluginEntry {
     pub signers: Option<crate::oci::TrustSet>,
     /// Speak plain HTTP to its registry (a loopback one only).
     pub plain_http: bool,
+    /// Pull with the registry's own entry in the user's docker config (`registry-auth =
+    /// true`, written by `toolhost add … --registry-auth`): sent to that registry only.
+    pub registry_auth: bool,
     /// The sha256 its bytes must have.
     pub sha256: String,
     /// Work dir access (default `none`).

@@ -20,6 +20,7 @@
 //! keys = ["alice"]                                         # who may have signed it, or:
 //! identities = [{ subject = "alice@example.com", issuer = "https://accounts.google.com" }]
 //! plain-http = true                                        # only for a loopback registry
+//! registry-auth = true                                     # log in with your docker config
 //! ```
 //!
 //! Keys and the trusted root are resolved within the file that names them, so an entry
@@ -135,6 +136,7 @@ pub(super) struct RawRemote<'a> {
     pub(super) keys: &'a [Spanned<String>],
     pub(super) identities: &'a [RawIdentity],
     pub(super) plain_http: Option<&'a Spanned<bool>>,
+    pub(super) registry_auth: Option<&'a Spanned<bool>>,
 }
 
 impl RawRemote<'_> {
@@ -160,6 +162,9 @@ impl RawRemote<'_> {
             }
             if let Some(flag) = self.plain_http {
                 return Err(remote_only("plain-http", flag.span()));
+            }
+            if let Some(flag) = self.registry_auth {
+                return Err(remote_only("registry-auth", flag.span()));
             }
             if text.starts_with("https://") {
                 let url = url::Url::parse(text).map_err(|e| at(e.to_string()))?;
