@@ -82,6 +82,14 @@ impl Machine {
         prefix.to_str().unwrap().to_string()
     }
 
+    /// A `docker login` for `registry` (`HOST:PORT`) with `auth` (base64 `user:password`).
+    fn docker_login(&self, registry: &str, auth: &str) {
+        let docker = self.keys.path().join("docker");
+        std::fs::create_dir_all(&docker).unwrap();
+        let config = format!(r#"{{"auths": {{"{registry}": {{"auth": "{auth}"}}}}}}"#);
+        std::fs::write(docker.join("config.json"), config).unwrap();
+    }
+
     fn policy_path(&self) -> PathBuf {
         self.work.path().join("toolhost.toml")
     }
@@ -527,13 +535,7 @@ fn bearer_tokens_come_from_the_registrys_own_realm_and_are_never_shown() {
     let bystander = fault_server(|_| response("200 OK", &[], format!(r#"{{"token":"{TOKEN}"}}"#).as_bytes()));
     let add = |realm_url: String| {
         let mut m = Machine::new();
-        let docker = m.keys.path().join("docker");
-        std::fs::create_dir_all(&docker).unwrap();
-        std::fs::write(
-            docker.join("config.json"),
-            format!(r#"{{"auths": {{"{}": {{"auth": "{basic}"}}}}}}"#, registry.addr),
-        )
-        .unwrap();
+        m.docker_login(&registry.addr.to_string(), &basic);
         m.env.push(("TOOLHOST_LOG".into(), "trace".into()));
         let _ = realm.set(realm_url);
         let key = m.key("k");
@@ -571,13 +573,7 @@ fn bearer_tokens_come_from_the_registrys_own_realm_and_are_never_shown() {
     }));
     let mut m = Machine::new();
     let key = m.key("k");
-    let docker = m.keys.path().join("docker");
-    std::fs::create_dir_all(&docker).unwrap();
-    std::fs::write(
-        docker.join("config.json"),
-        format!(r#"{{"auths": {{"{}": {{"auth": "{basic}"}}}}}}"#, server.addr),
-    )
-    .unwrap();
+    m.docker_login(&server.addr.to_string(), &basic);
     m.env.push(("TOOLHOST_LOG".into(), "trace".into()));
     let trust = format!("{key}.pub");
     let out = m.run(&[
