@@ -3,7 +3,7 @@
 //!
 //! The path of a pull, and the module of each step:
 //!
-//! 1. [`reference`]: `oci://HOST[:PORT]/REPO[:TAG][@sha256:…]`; the registry is always
+//! 1. [`reference`](mod@reference): `oci://HOST[:PORT]/REPO[:TAG][@sha256:…]`; the registry is always
 //!    named.
 //! 2. `transport`: reqwest configured by hand — every hop vetted with the pinned fetch's
 //!    checks, names resolved through a vetting resolver, redirects followed by us, no

@@ -1,7 +1,7 @@
 //! `oci://HOST[:PORT]/REPO[:TAG][@sha256:DIGEST]`: which registry, repository and
 //! manifest. The registry host is always written out (no implied Docker Hub): the
 //! user names the registry, and that name is the one host whose private address is
-//! allowed (see [`super::transport`]).
+//! allowed (see the `transport` module).
 
 use std::fmt;
 use std::net::IpAddr;
