@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 pub mod net;
 pub mod servers;
+pub mod registry;
 
 pub use toolhost;
 

@@ -17,6 +17,7 @@
 //! | loading a plugin (a load error, not a call's) | [`CAPABILITY_DENIED`], [`IDENTITY_MISMATCH`], [`TOOL_LIST_TOO_LARGE`], [`DUPLICATE_TOOL`] | — |
 //! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`], [`NO_SPACE`]; `read_file`: [`FILE_TOO_LARGE`] (an image over 5 MiB); `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`]; the changing tools: [`STALE_FILE`], [`IS_SYMLINK`], [`ALREADY_EXISTS`], [`ARTIFACT_NOT_FOUND`] |
 //! | the network (the pinned fetch) | [`BLOCKED_URL`], [`INVALID_URL`], [`HOST_NOT_ALLOWED`], [`METHOD_NOT_ALLOWED`], [`TOO_MANY_REDIRECTS`], [`TOO_LARGE`], [`TRANSPORT`], [`TIMEOUT`] (a `fetch-error` case the SDK names) | [`INVALID_URL`], [`METHOD_NOT_ALLOWED`] (checked before sending), [`UNSUPPORTED_CONTENT_TYPE`], [`INVALID_SEARCH_URL`]; the web tools' `http_<status>` (`http_404`, …), made at run time and not in [`ALL`] |
+//! | a community tool from a registry (a load error, or `toolhost add`/`publish` exiting 2) | [`SIGNATURE_MISSING`], [`SIGNATURE_INVALID`], [`DIGEST_MISMATCH`], [`REGISTRY_ERROR`], [`UNSUPPORTED_ARTIFACT`], [`INVALID_KEY`], and the network's [`TOO_LARGE`], [`BLOCKED_URL`], [`TOO_MANY_REDIRECTS`], [`TRANSPORT`], [`TIMEOUT`], [`NOT_FOUND`] | — |
 //! | exec (starting a program) | [`PROGRAM_NOT_ALLOWED`], [`SHELL_NOT_ALLOWED`], [`ENV_NOT_ALLOWED`], [`BAD_CWD`], [`EXEC_BUSY`], [`SANDBOX_UNAVAILABLE`], [`SPAWN_FAILED`] (an `exec-error` case the SDK names; `run_tests` makes some itself) | [`COMMAND_FAILED`], [`TIMEOUT`], [`CANCELLED`] (how a program that ran failed) |
 
 #![no_std]
@@ -159,6 +160,22 @@ pub const SPAWN_FAILED: &str = "spawn_failed";
 /// The program ran and exited non-zero or died by a signal: the message keeps its output.
 pub const COMMAND_FAILED: &str = "command_failed";
 
+// Community tools from a registry (`toolhost add oci://…`, `publish`, and a start that loads a
+// pinned `oci://` or `https://` entry): a refusal, the start of a load error's message.
+
+/// The artifact has no signature by a key or identity the policy trusts for it: sign it, or trust its signer.
+pub const SIGNATURE_MISSING: &str = "signature_missing";
+/// A signature is there but does not verify (another key or identity, another digest, a changed payload).
+pub const SIGNATURE_INVALID: &str = "signature_invalid";
+/// Bytes from the registry (a manifest, a layer) do not hash to the digest they were asked for: not used.
+pub const DIGEST_MISMATCH: &str = "digest_mismatch";
+/// The registry answered with an error status (4xx, 5xx) or no usable answer: the message has the status.
+pub const REGISTRY_ERROR: &str = "registry_error";
+/// The artifact is not a WebAssembly component in the wasm OCI layout (an image index, a container image).
+pub const UNSUPPORTED_ARTIFACT: &str = "unsupported_artifact";
+/// A signing or public key could not be read: a wrong password, not a P-256 key, or not cosign's format.
+pub const INVALID_KEY: &str = "invalid_key";
+
 /// Every code above, grouped as they are defined.
 pub const ALL: &[&str] = &[
     UNKNOWN_TOOL,
@@ -219,6 +236,12 @@ pub const ALL: &[&str] = &[
     SANDBOX_UNAVAILABLE,
     SPAWN_FAILED,
     COMMAND_FAILED,
+    SIGNATURE_MISSING,
+    SIGNATURE_INVALID,
+    DIGEST_MISMATCH,
+    REGISTRY_ERROR,
+    UNSUPPORTED_ARTIFACT,
+    INVALID_KEY,
 ];
 
 /// Reserved metadata keys: the host takes these out of a tool's metadata and

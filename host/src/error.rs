@@ -116,6 +116,17 @@ pub enum LoadError {
     /// The policy file is malformed.
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// A policy entry's component from a registry or URL was refused: not signed by
+    /// its signers, not matching its digest, unreachable, … (the code says which).
+    #[error("{code}: plugins.{plugin}: {message}")]
+    Remote {
+        /// The entry.
+        plugin: String,
+        /// The stable code (`signature_invalid`, `digest_mismatch`, `too_large`, …).
+        code: &'static str,
+        /// What was refused and why.
+        message: String,
+    },
 }
 
 impl LoadError {

@@ -34,6 +34,7 @@ pub mod journal;
 mod limits;
 mod load;
 mod native;
+pub mod oci;
 mod output;
 pub mod policy;
 mod protect;
@@ -62,7 +63,7 @@ pub use imports::fetch::{
 };
 pub use limits::Limits;
 pub use load::capabilities::Requested;
-pub use load::inspect::{Inspection, inspect_file};
+pub use load::inspect::{Inspection, inspect_bytes, inspect_file};
 pub use load::plugin::Plugin;
 pub use load::registry::{NATIVE_SOURCE, Registry, Tool};
 pub use load::spec::{ToolDefinition, ToolSpec};

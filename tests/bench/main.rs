@@ -1,12 +1,14 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|typed|http|scale ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|typed|http|scale|oci ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
 //! p99s are reported, not means, because the tails are what a model loop
 //! feels.
+
+mod oci;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -85,6 +87,9 @@ fn main() {
     });
     if wants("list") {
         list();
+    }
+    if wants("oci") {
+        oci::oci();
     }
 }
 

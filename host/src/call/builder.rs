@@ -19,7 +19,7 @@ use crate::load::plugin::Plugin;
 use crate::load::registry::Registry;
 use crate::output::OutputStore;
 use crate::policy::grants::{GrantSource, PluginGrants, Sockets};
-use crate::policy::{Approver, Mode, POLICY_FILE, Policy};
+use crate::policy::{Approver, EntrySource, Mode, POLICY_FILE, Policy};
 
 /// The policy's file-tool settings as the variables `builtin:fs` reads
 /// (`TOOLHOST_FS_REQUIRE_FRESH`, `TOOLHOST_FS_FOLLOW_LINKS`, `1` when on). Set by
@@ -295,7 +295,7 @@ impl HostBuilder {
         });
         let mut registry = Registry::new();
         let mut loaded = Vec::new();
-        for Source { name, bytes, grants, builtin } in self.sources()? {
+        for Source { name, bytes, grants, builtin } in self.sources().await? {
             let mut plugin = match builtin {
                 Some(builtin) => Plugin::load_builtin(&engine, &linker, builtin, &grants).await?,
                 None => Plugin::load(&engine, &linker, &name, &bytes, &grants).await?,
@@ -431,9 +431,52 @@ impl HostBuilder {
         crate::policy::env::select(&policy.builtins.env, host_env)
     }
 
+    /// The component of a policy entry pinned in a registry (`oci://…@sha256:…`) or at
+    /// a URL: from the OCI store in the cache dir (hashed, and its signatures verified
+    /// against the entry's signers, again), else pulled by its pinned digest — never by
+    /// its tag.
+    async fn remote_component(&self, entry: &crate::policy::PluginEntry) -> Result<Vec<u8>, LoadError> {
+        let refused = |e: crate::oci::OciError| LoadError::Remote {
+            plugin: entry.name.clone(),
+            code: e.code(),
+            message: format!("{}: {}", entry.source, e.message()),
+        };
+        let root =
+            self.engine.cache_dir.as_ref().map(|d| d.join("oci")).or_else(crate::oci::Store::default_root);
+        let store = crate::oci::Store::at(root.ok_or_else(|| LoadError::Remote {
+            plugin: entry.name.clone(),
+            code: crate::error::codes::IO_ERROR,
+            message: "no cache dir for the OCI store (set TOOLHOST_CACHE_DIR)".into(),
+        })?);
+        let settings = crate::oci::RegistrySettings { plain_http: entry.plain_http, ..Default::default() };
+        match &entry.source {
+            EntrySource::Oci(reference) => {
+                let credentials = || match entry.registry_auth {
+                    true => crate::oci::Credentials::from_docker_config(&reference.registry(), None),
+                    false => Ok(crate::oci::Credentials::Anonymous),
+                };
+                crate::oci::pull::load_pinned(
+                    reference,
+                    entry.signers.as_ref(),
+                    settings,
+                    credentials,
+                    &store,
+                )
+                .await
+                .map_err(refused)
+            }
+            EntrySource::Https(url) => {
+                crate::oci::pull::fetch_pinned_url(url, &entry.sha256, &settings, &store)
+                    .await
+                    .map_err(refused)
+            }
+            EntrySource::File(path) => crate::load::inspect::read_component(path),
+        }
+    }
+
     /// Every plugin to load, in order (builtins, the policy's, the ad-hoc ones), with
     /// its bytes and grants.
-    fn sources(&self) -> Result<Vec<Source>, LoadError> {
+    async fn sources(&self) -> Result<Vec<Source>, LoadError> {
         let read = |path: &PathBuf| crate::load::inspect::read_component(path);
         let env_for = |name: &str| -> Vec<(String, String)> {
             self.env.iter().filter(|(p, _, _)| p == name).map(|(_, k, v)| (k.clone(), v.clone())).collect()
@@ -469,11 +512,18 @@ impl HostBuilder {
         for entry in entries {
             let mut grants = entry.grants(&self.limits, self.network.allow_private, host_env());
             grants.env.extend(env_for(&entry.name));
-            sources.push(Source::file(entry.name.clone(), read(&entry.source)?, grants));
+            let bytes = match &entry.source {
+                EntrySource::File(path) => read(path)?,
+                _ => self.remote_component(entry).await?,
+            };
+            sources.push(Source::file(entry.name.clone(), bytes, grants));
         }
         let listed = |path: &PathBuf| {
             let canonical = path.canonicalize().ok();
-            entries.iter().any(|e| canonical.is_some() && e.source.canonicalize().ok() == canonical)
+            entries.iter().any(|e| match &e.source {
+                EntrySource::File(source) => canonical.is_some() && source.canonicalize().ok() == canonical,
+                _ => false,
+            })
         };
         for source in &self.plugins {
             let (name, bytes) = match source {

@@ -5,6 +5,9 @@ mod commands;
 mod journal;
 mod new;
 mod plugins;
+mod publish;
+mod registry;
+mod remote;
 mod trust;
 
 use std::path::PathBuf;
@@ -66,13 +69,41 @@ enum Command {
         entry: plugins::EntryArgs,
     },
     /// Approve a component: inspect it, show what it asks for, and write its policy
-    /// entry (source, sha256, grants) to the policy file.
+    /// entry (source, sha256, grants) to the policy file. SOURCE is a file,
+    /// oci://HOST[:PORT]/REPO:TAG (or @sha256:DIGEST: pulled, its signature verified,
+    /// the entry pinned to the manifest digest) or https://…/tool.wasm with --sha256.
+    /// Exits 2 with the code (signature_missing, signature_invalid, digest_mismatch,
+    /// too_large, …) and writes nothing when it refuses.
     Add {
-        /// The component file.
-        file: PathBuf,
+        /// The component: FILE.wasm, oci://… or https://….
+        source: String,
         #[command(flatten)]
         entry: plugins::EntryArgs,
+        #[command(flatten)]
+        signers: remote::SignerArgs,
+        #[command(flatten)]
+        registry: registry::RegistryArgs,
     },
+    /// Re-resolve the tag of a registry entry, show what changed (digest, sha256,
+    /// imports, tools) and ask before rewriting the entry.
+    Update {
+        #[command(flatten)]
+        args: remote::NameArgs,
+        #[command(flatten)]
+        registry: registry::RegistryArgs,
+        /// Rewrite without asking (scripts; without a terminal nothing is rewritten otherwise).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Remove the entry plugins.NAME from the policy file (and the [trust.keys] no
+    /// other entry names).
+    Remove(remote::NameArgs),
+    /// Write a signing key pair: PREFIX.key (private, 0600, cosign's encrypted format)
+    /// and PREFIX.pub.
+    Keygen(publish::KeygenArgs),
+    /// Push a component to a registry in the wasm OCI layout, signed with --key:
+    /// toolhost publish FILE.wasm oci://HOST[:PORT]/REPO:TAG [--key PREFIX.key].
+    Publish(publish::PublishArgs),
     /// Trust the work dir's policy file as it is now: record its sha256 outside the
     /// work dir. A toolhost.toml inside the work dir that grants anything takes effect
     /// only when its exact bytes are trusted (a tool or a cloned repository may have
@@ -410,7 +441,17 @@ pub(crate) fn main() -> ExitCode {
                 commands::call(&host, &name, args.as_deref(), json).await
             }
             Command::Inspect { file, json, entry } => plugins::inspect(&file, &entry, json).await,
-            Command::Add { file, entry } => plugins::add(&file, &entry).await,
+            Command::Add { source, entry, signers, registry } => {
+                if source.contains("://") {
+                    remote::add(&source, &entry, &signers, &registry).await
+                } else {
+                    plugins::add(std::path::Path::new(&source), &entry).await
+                }
+            }
+            Command::Update { args, registry, yes } => remote::update(&args, &registry, yes).await,
+            Command::Remove(args) => remote::remove(&args),
+            Command::Keygen(args) => publish::keygen(&args),
+            Command::Publish(args) => publish::publish(&args).await,
             Command::Serve { host, http } => commands::serve(&host, &http).await,
             Command::Trust(args) => trust::run(&args),
             Command::New(args) => new::run(&args),

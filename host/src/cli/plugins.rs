@@ -26,7 +26,7 @@ pub(crate) struct EntryArgs {
     policy: Option<PathBuf>,
     /// The work dir whose toolhost.toml is meant.
     #[arg(long, default_value = ".")]
-    work_dir: PathBuf,
+    pub(crate) work_dir: PathBuf,
     /// Work dir access: none, read or read-write (default: what its tools need).
     #[arg(long, value_parser = parse_fs)]
     filesystem: Option<FsGrant>,
@@ -61,17 +61,17 @@ fn parse_fs(s: &str) -> Result<FsGrant, String> {
 }
 
 impl EntryArgs {
-    fn policy_path(&self) -> PathBuf {
+    pub(crate) fn policy_path(&self) -> PathBuf {
         self.policy.clone().unwrap_or_else(|| self.work_dir.join(POLICY_FILE))
     }
 
-    /// The entry's name: `--name`, or the file name without `.wasm`, every character
-    /// but ASCII letters, digits and `_` made a `-`.
-    fn entry_name(&self, file: &Path) -> anyhow::Result<String> {
+    /// The entry's name: `--name`, or `stem` (the file name without `.wasm`, the
+    /// repository's last part), every character but ASCII letters, digits and `_` made
+    /// a `-`.
+    fn entry_name(&self, stem: &str) -> anyhow::Result<String> {
         let name = match &self.name {
             Some(name) => name.clone(),
             None => {
-                let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
                 stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect()
             }
         };
@@ -100,16 +100,9 @@ impl EntryArgs {
             .collect()
     }
 
-    /// The entry `name` for `file`, from these flags and what the component asks for.
-    fn draft(&self, file: &Path, name: String, report: &Inspection) -> anyhow::Result<PluginEntryDraft> {
-        let writes = report.tools.iter().any(|t| !t.read_only);
-        // The programs a component starts run in the work dir: exec needs it too.
-        let uses_work_dir = report.requested.filesystem || report.requested.exec;
-        let filesystem = self.filesystem.unwrap_or(match (uses_work_dir, writes) {
-            (false, _) => FsGrant::None,
-            (true, false) => FsGrant::Read,
-            (true, true) => FsGrant::ReadWrite,
-        });
+    /// How the entry names the component file `file`: relative to the policy file's
+    /// dir when inside it.
+    pub(crate) fn file_source(&self, file: &Path) -> anyhow::Result<String> {
         let policy = self.policy_path();
         let dir = policy.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let file = file.canonicalize().with_context(|| format!("{}", file.display()))?;
@@ -118,9 +111,22 @@ impl EntryArgs {
                 Some(rel) => rel,
                 None => file.clone(),
             };
-        Ok(PluginEntryDraft {
+        Ok(source.to_string_lossy().into_owned())
+    }
+
+    /// The entry `name` for the component `candidate`, from these flags and what it asks for.
+    fn draft(&self, candidate: &Candidate, name: String, report: &Inspection) -> PluginEntryDraft {
+        let writes = report.tools.iter().any(|t| !t.read_only);
+        // The programs a component starts run in the work dir: exec needs it too.
+        let uses_work_dir = report.requested.filesystem || report.requested.exec;
+        let filesystem = self.filesystem.unwrap_or(match (uses_work_dir, writes) {
+            (false, _) => FsGrant::None,
+            (true, false) => FsGrant::Read,
+            (true, true) => FsGrant::ReadWrite,
+        });
+        PluginEntryDraft {
             name,
-            source: source.to_string_lossy().into_owned(),
+            source: candidate.source.clone(),
             sha256: report.sha256.clone(),
             filesystem,
             network: self.hosts.iter().map(|h| h.as_str().to_owned()).collect(),
@@ -129,14 +135,49 @@ impl EntryArgs {
             exec: self.exec(),
             config: self.config(),
             read_only: self.read_only.clone(),
+            remote: candidate.remote.clone(),
+        }
+    }
+}
+
+/// A component to judge for an entry: its bytes, what messages call it, and how the
+/// entry names its source.
+pub(crate) struct Candidate {
+    /// The file, or the pinned reference.
+    pub(crate) label: String,
+    /// The component.
+    pub(crate) bytes: Vec<u8>,
+    /// The entry's `source`.
+    pub(crate) source: String,
+    /// The entry's name without `--name`.
+    pub(crate) stem: String,
+    /// What an `oci://` entry adds (signers, keys to trust).
+    pub(crate) remote: Option<toolhost::policy::RemoteDraft>,
+}
+
+impl Candidate {
+    /// The component file `file`.
+    fn file(file: &Path, args: &EntryArgs) -> anyhow::Result<Self> {
+        let bytes = toolhost::hostfs::read_regular_following(file, 512 << 20)
+            .with_context(|| format!("{}", file.display()))?
+            .with_context(|| format!("{}: no such file", file.display()))?;
+        Ok(Self {
+            label: file.display().to_string(),
+            bytes,
+            source: args.file_source(file)?,
+            stem: file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+            remote: None,
         })
     }
 }
 
-/// Inspect `file` with one `toolhost::inspect_file` (one read, one tool listing), judging it
+/// Inspect `candidate` with one `toolhost::inspect_bytes` (one tool listing), judging it
 /// against the grants its entry would have.
-async fn examine(file: &Path, args: &EntryArgs) -> anyhow::Result<(Inspection, PluginEntryDraft)> {
-    let name = args.entry_name(file)?;
+pub(crate) async fn examine(
+    candidate: &Candidate,
+    args: &EntryArgs,
+) -> anyhow::Result<(Inspection, PluginEntryDraft)> {
+    let name = args.entry_name(&candidate.stem)?;
     let engine = Engine::new(&EngineSettings::default())?;
     // The grants are known before the component is looked at, but for the two the
     // entry takes from what it asks for, neither of which decides whether it loads:
@@ -161,18 +202,18 @@ async fn examine(file: &Path, args: &EntryArgs) -> anyhow::Result<(Inspection, P
         })
         .collect();
     grants.read_only = args.read_only.clone();
-    let report = toolhost::inspect_file(&engine, file, Some(&grants)).await?;
-    let draft = args.draft(file, name, &report)?;
+    let report = toolhost::inspect_bytes(&engine, &candidate.label, &candidate.bytes, Some(&grants)).await?;
+    let draft = args.draft(candidate, name, &report);
     Ok((report, draft))
 }
 
-fn print_report(
+pub(crate) fn print_report(
     out: &mut impl Write,
-    file: &Path,
+    label: &str,
     report: &Inspection,
     draft: &PluginEntryDraft,
 ) -> std::io::Result<()> {
-    writeln!(out, "file:    {}", file.display())?;
+    writeln!(out, "source:  {label}")?;
     writeln!(out, "sha256:  {}", report.sha256)?;
     writeln!(out, "size:    {} bytes", report.size)?;
     writeln!(out, "imports:")?;
@@ -227,7 +268,8 @@ fn print_report(
 
 /// `toolhost inspect FILE.wasm`
 pub(crate) async fn inspect(file: &Path, args: &EntryArgs, as_json: bool) -> anyhow::Result<ExitCode> {
-    let (report, draft) = examine(file, args).await?;
+    let candidate = Candidate::file(file, args)?;
+    let (report, draft) = examine(&candidate, args).await?;
     let mut out = std::io::stdout().lock();
     if as_json {
         let doc = json!({
@@ -244,16 +286,25 @@ pub(crate) async fn inspect(file: &Path, args: &EntryArgs, as_json: bool) -> any
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
-        print_report(&mut out, file, &report, &draft)?;
+        print_report(&mut out, &candidate.label, &report, &draft)?;
     }
     Ok(if report.refused.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// `toolhost add FILE.wasm`
 pub(crate) async fn add(file: &Path, args: &EntryArgs) -> anyhow::Result<ExitCode> {
-    let (report, draft) = examine(file, args).await?;
+    let candidate = Candidate::file(file, args)?;
+    let (report, draft) = examine(&candidate, args).await?;
     let mut out = std::io::stdout().lock();
-    print_report(&mut out, file, &report, &draft)?;
+    print_report(&mut out, &candidate.label, &report, &draft)?;
+    admit(&report, &draft, args)?;
+    write_entry(&draft, args, &mut out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Refuse an entry the host would not load: an import it never provides, or one the
+/// flags grant nothing for.
+pub(crate) fn admit(report: &Inspection, draft: &PluginEntryDraft, args: &EntryArgs) -> anyhow::Result<()> {
     if let Some(unknown) = report.requested.unknown.first() {
         bail!("not added: it imports {unknown}, which the host never provides");
     }
@@ -277,10 +328,19 @@ pub(crate) async fn add(file: &Path, args: &EntryArgs) -> anyhow::Result<ExitCod
     if let Some(err) = &report.refused {
         bail!("not added: {err}");
     }
+    Ok(())
+}
+
+/// Write `draft` into the policy file (trusting what the user's own command wrote).
+pub(crate) fn write_entry(
+    draft: &PluginEntryDraft,
+    args: &EntryArgs,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     let path = args.policy_path();
     let config = super::trust::before_rewrite(&path, &args.work_dir)?;
-    toolhost::policy::write_plugin_entry(&path, &draft)?;
+    toolhost::policy::write_plugin_entry(&path, draft)?;
     super::trust::after_rewrite(&path, config.as_ref())?;
     writeln!(out, "added plugins.{} to {} (and trusted it as it is now)", draft.name, path.display())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

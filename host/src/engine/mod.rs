@@ -31,6 +31,13 @@ const KEEP_RESIDENT_BYTES: usize = 4 << 20;
 /// The wasmtime version compiled artifacts are tied to (pinned in Cargo.toml).
 pub(crate) const WASMTIME_VERSION: &str = "48.0.8";
 
+/// The host's cache dir by default (`$TOOLHOST_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`): compiled components, and the
+/// store of pulled ones (`oci/`).
+pub(crate) fn default_cache_dir() -> Option<PathBuf> {
+    CompileCache::default_dir()
+}
+
 /// Settings of the engine, chosen once per host.
 #[derive(Debug, Clone)]
 pub struct EngineSettings {

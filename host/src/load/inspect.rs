@@ -36,6 +36,8 @@ pub struct Inspection {
     pub size: usize,
     /// The imports, sorted.
     pub imports: Vec<String>,
+    /// The exports, sorted.
+    pub exports: Vec<String>,
     /// What the imports ask for.
     pub requested: Requested,
     /// The tools (listed with every stubbable import linked and no capability granted).
@@ -60,6 +62,13 @@ pub(crate) async fn inspect(
     let sha256 = hex::encode(Sha256::digest(bytes));
     let loaded = engine.component(bytes, &sha256)?;
     let imports = imports_of(engine.wasmtime(), &loaded.component);
+    let mut exports: Vec<String> = loaded
+        .component
+        .component_type()
+        .exports(engine.wasmtime())
+        .map(|(name, _)| name.to_string())
+        .collect();
+    exports.sort();
     let requested = Requested::from_imports(&imports);
     // Listing tools runs no call: no preopen, no env, no network client. Link what can
     // be linked so a component that needs grants still shows its tools.
@@ -79,7 +88,7 @@ pub(crate) async fn inspect(
         Ok(plugin) => (plugin.tools().to_vec(), plugin.is_typed(), plugin.skipped().to_vec(), refused),
         Err(err) => (Vec::new(), false, Vec::new(), refused.or(Some(err))),
     };
-    Ok(Inspection { sha256, size: bytes.len(), imports, requested, tools, typed, skipped, refused })
+    Ok(Inspection { sha256, size: bytes.len(), imports, exports, requested, tools, typed, skipped, refused })
 }
 
 /// Look at the component file at `path` the way `toolhost inspect` does, under
@@ -90,8 +99,19 @@ pub async fn inspect_file(
     grants: Option<&PluginGrants>,
 ) -> Result<Inspection, LoadError> {
     let bytes = read_component(path)?;
+    inspect_bytes(engine, &path.display().to_string(), &bytes, grants).await
+}
+
+/// [`inspect_file`] for a component already in memory (pulled from a registry),
+/// named `label` in messages.
+pub async fn inspect_bytes(
+    engine: &Engine,
+    label: &str,
+    bytes: &[u8],
+    grants: Option<&PluginGrants>,
+) -> Result<Inspection, LoadError> {
     let default = PluginGrants::new(GrantSource::AdHoc, crate::limits::Limits::default());
     let grants = grants.unwrap_or(&default);
     let linker = crate::sandbox::linker(engine.wasmtime())?;
-    inspect(engine, &linker, &path.display().to_string(), &bytes, grants).await
+    inspect(engine, &linker, label, bytes, grants).await
 }

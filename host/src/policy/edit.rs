@@ -36,6 +36,24 @@ pub struct PluginEntryDraft {
     pub config: Vec<(String, super::config::ConfigSource)>,
     /// The typed-export tools that are read-only (written only when there are some).
     pub read_only: Vec<String>,
+    /// For an `oci://` source: who signed it, and what to trust for it.
+    pub remote: Option<RemoteDraft>,
+}
+
+/// What an `oci://` entry adds to the policy file.
+#[derive(Debug, Clone, Default)]
+pub struct RemoteDraft {
+    /// Keys to trust (name, PEM `PUBLIC KEY`): written to `[trust.keys]` and named in
+    /// the entry's `keys`.
+    pub keys: Vec<(String, String)>,
+    /// Keyless identities (subject, issuer) for the entry's `identities`.
+    pub identities: Vec<(String, String)>,
+    /// The trusted root for keyless signatures (path as written, sha256), for `[trust]`.
+    pub trusted_root: Option<(String, String)>,
+    /// Speak plain HTTP to its (loopback) registry.
+    pub plain_http: bool,
+    /// Log in to its registry with the user's docker config on later pulls.
+    pub registry_auth: bool,
 }
 
 /// The entry `draft` as policy file text: a `[plugins.NAME]` table, every key and
@@ -43,7 +61,8 @@ pub struct PluginEntryDraft {
 /// showing it first (`toolhost inspect`, `toolhost add`).
 pub fn plugin_entry_toml(draft: &PluginEntryDraft) -> String {
     let mut doc = DocumentMut::new();
-    // A new document's `plugins` is always a table.
+    // A new document's `plugins` and `trust` are tables, and hold no other key.
+    let _ = insert_trust(&mut doc, draft);
     if let Some(plugins) = plugins_table(&mut doc) {
         insert_entry(plugins, draft);
     }
@@ -55,6 +74,7 @@ pub fn plugin_entry_toml(draft: &PluginEntryDraft) -> String {
 /// digits, `-` and `_`, say): the error says why.
 pub fn write_plugin_entry(path: &Path, draft: &PluginEntryDraft) -> Result<(), PolicyError> {
     let mut doc = read_doc(path)?;
+    insert_trust(&mut doc, draft).map_err(|e| write_err(path, &e))?;
     let Some(plugins) = plugins_table(&mut doc) else {
         return Err(write_err(path, "`plugins` is not a table"));
     };
@@ -109,7 +129,115 @@ fn insert_entry(plugins: &mut Table, draft: &PluginEntryDraft) {
     if !draft.read_only.is_empty() {
         entry.insert("read-only", value(draft.read_only.iter().collect::<Array>()));
     }
+    if let Some(remote) = &draft.remote {
+        if !remote.keys.is_empty() {
+            entry.insert("keys", value(remote.keys.iter().map(|(name, _)| name).collect::<Array>()));
+        }
+        if !remote.identities.is_empty() {
+            let mut identities = Array::new();
+            for (subject, issuer) in &remote.identities {
+                let mut item = toml_edit::InlineTable::new();
+                item.insert("subject", subject.into());
+                item.insert("issuer", issuer.into());
+                identities.push(item);
+            }
+            entry.insert("identities", value(identities));
+        }
+        if remote.plain_http {
+            entry.insert("plain-http", value(true));
+        }
+        if remote.registry_auth {
+            entry.insert("registry-auth", value(true));
+        }
+    }
     plugins.insert(&draft.name, Item::Table(entry));
+}
+
+/// Put the keys and trusted root `draft` trusts into `[trust]`; a different key
+/// already trusted under the same name, or another trusted root, is an error.
+fn insert_trust(doc: &mut DocumentMut, draft: &PluginEntryDraft) -> Result<(), String> {
+    let Some(remote) = &draft.remote else { return Ok(()) };
+    if remote.keys.is_empty() && remote.trusted_root.is_none() {
+        return Ok(());
+    }
+    let trust = doc.entry("trust").or_insert_with(|| {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        Item::Table(t)
+    });
+    let trust = trust.as_table_mut().ok_or("`trust` is not a table")?;
+    if let Some((path, sha)) = &remote.trusted_root {
+        let same = |key: &str, want: &str| trust.get(key).and_then(|v| v.as_str()).is_none_or(|v| v == want);
+        if !same("trusted-root", path) || !same("trusted-root-sha256", sha) {
+            return Err("[trust] already names another trusted-root; edit it by hand".into());
+        }
+        trust.insert("trusted-root", value(path));
+        trust.insert("trusted-root-sha256", value(sha));
+    }
+    if remote.keys.is_empty() {
+        return Ok(());
+    }
+    let keys = trust.entry("keys").or_insert_with(|| Item::Table(Table::new()));
+    let keys = keys.as_table_mut().ok_or("`trust.keys` is not a table")?;
+    for (name, pem) in &remote.keys {
+        match keys.get(name).and_then(|v| v.as_str()) {
+            Some(existing) if existing.trim() == pem.trim() => {}
+            Some(_) => {
+                return Err(format!(
+                    "[trust.keys] already holds another key named `{name}`: pick another name"
+                ));
+            }
+            None => {
+                keys.insert(name, value(pem));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Point the entry `plugins.NAME` at a new `source` and `sha256` (`toolhost update`),
+/// keeping everything else in it.
+pub fn set_plugin_source(path: &Path, name: &str, source: &str, sha256: &str) -> Result<(), PolicyError> {
+    let mut doc = read_doc(path)?;
+    let entry = doc
+        .get_mut("plugins")
+        .and_then(|p| p.as_table_mut())
+        .and_then(|p| p.get_mut(name))
+        .and_then(|e| e.as_table_mut())
+        .ok_or_else(|| write_err(path, &format!("no entry plugins.{name}")))?;
+    entry.insert("source", value(source));
+    entry.insert("sha256", value(sha256));
+    write_doc(path, &doc)
+}
+
+/// Remove the entry `plugins.NAME`, and the `[trust.keys]` no other entry of the file
+/// names any more. `Ok(false)` when there is no such entry.
+pub fn remove_plugin_entry(path: &Path, name: &str) -> Result<bool, PolicyError> {
+    let mut doc = read_doc(path)?;
+    let Some(plugins) = doc.get_mut("plugins").and_then(|p| p.as_table_mut()) else { return Ok(false) };
+    if plugins.remove(name).is_none() {
+        return Ok(false);
+    }
+    let named: Vec<String> = plugins
+        .iter()
+        .filter_map(|(_, e)| {
+            e.as_table()?
+                .get("keys")?
+                .as_array()
+                .map(|a| a.iter().filter_map(|k| k.as_str().map(str::to_string)).collect::<Vec<_>>())
+        })
+        .flatten()
+        .collect();
+    if let Some(keys) = doc
+        .get_mut("trust")
+        .and_then(|t| t.as_table_mut())
+        .and_then(|t| t.get_mut("keys"))
+        .and_then(|k| k.as_table_mut())
+    {
+        keys.retain(|key, _| named.iter().any(|n| n == key));
+    }
+    write_doc(path, &doc)?;
+    Ok(true)
 }
 
 /// Add `rule` to `[permissions] allow` in the policy file at `path` (created if
@@ -183,6 +311,7 @@ mod tests {
                 ("units".into(), super::super::config::ConfigSource::Literal("metric".into())),
             ],
             read_only: vec!["get_weather".into()],
+            remote: None,
         };
         write_plugin_entry(&path, &draft).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
@@ -219,6 +348,7 @@ mod tests {
             },
             config: vec![("key".into(), super::super::config::ConfigSource::Literal(ODD.into()))],
             read_only: vec![ODD.into()],
+            remote: None,
         }
     }
 
@@ -239,7 +369,7 @@ mod tests {
         for policy in [from_shown, from_file] {
             let [entry] = &policy.plugins[..] else { panic!("{:?}", policy.plugins) };
             assert_eq!(entry.name, "odd");
-            assert_eq!(entry.source, dir.path().join(&draft.source));
+            assert_eq!(entry.source, super::super::EntrySource::File(dir.path().join(&draft.source)));
             assert_eq!(entry.sha256, draft.sha256);
             assert_eq!(entry.filesystem, FsGrant::Read);
             let env: Vec<&str> = entry.env.iter().map(|e| e.as_str()).collect();

@@ -29,6 +29,7 @@ struct RawPolicy {
     tests: BTreeMap<Spanned<String>, RawTest>,
     #[serde(default)]
     hooks: Vec<RawHook>,
+    trust: Option<super::remote::RawTrust>,
 }
 
 #[derive(Deserialize, Default)]
@@ -68,6 +69,12 @@ struct RawPlugin {
     config: BTreeMap<Spanned<String>, super::config::ConfigSource>,
     #[serde(default)]
     read_only: Vec<String>,
+    #[serde(default)]
+    keys: Vec<Spanned<String>>,
+    #[serde(default)]
+    identities: Vec<super::remote::RawIdentity>,
+    plain_http: Option<Spanned<bool>>,
+    registry_auth: Option<Spanned<bool>>,
 }
 
 fn no_fs() -> FsGrant {
@@ -97,6 +104,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             .map_err(|e| at(p.span(), format!("protected path `{}`: {e}", p.get_ref())))?;
     }
 
+    let trust = raw.trust.unwrap_or_default().parse(base).map_err(|(span, e)| at(span, e))?;
     let mut plugins = Vec::new();
     for (name, plugin) in raw.plugins {
         let key = name.get_ref();
@@ -136,9 +144,21 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let read_dirs = plugin.read_dirs.iter().map(|d| base.join(d.get_ref())).collect::<Vec<PathBuf>>();
+        let remote = super::remote::RawRemote {
+            name: key,
+            source: &plugin.source,
+            keys: &plugin.keys,
+            identities: &plugin.identities,
+            plain_http: plugin.plain_http.as_ref(),
+            registry_auth: plugin.registry_auth.as_ref(),
+        };
+        let (source, signers) = remote.parse(base, &trust).map_err(|(span, e)| at(span, e))?;
         plugins.push(PluginEntry {
             name: key.clone(),
-            source: base.join(plugin.source.get_ref()),
+            source,
+            signers,
+            plain_http: plugin.plain_http.is_some_and(|p| *p.get_ref()),
+            registry_auth: plugin.registry_auth.is_some_and(|p| *p.get_ref()),
             sha256: sha.to_ascii_lowercase(),
             filesystem: plugin.filesystem,
             read_dirs,

@@ -34,6 +34,10 @@
 //! read-only = ["get_weather"]              # typed-export tools that change nothing
 //! ```
 //!
+//! A `source` may also be `oci://HOST/REPO:TAG@sha256:…` (a registry artifact, pinned
+//! and signed: `keys`, `identities`, `[trust]`) or `https://…` (pinned by `sha256`):
+//! see `remote` ([`EntrySource`]).
+//!
 //! The builtins' variables and programs, child limits and test profiles are in
 //! [`exec`] (`[builtins]`, `[exec]`, `[tests.NAME]`); pre- and post-tool-use hooks
 //! in [`hooks`] (`[[hooks]]`).
@@ -56,6 +60,7 @@ pub mod hooks;
 mod limits;
 pub mod permissions;
 pub mod redact;
+mod remote;
 pub mod rules;
 pub mod shell;
 pub mod sources;
@@ -65,12 +70,16 @@ use std::path::{Path, PathBuf};
 
 pub use crate::error::PolicyError;
 pub use approver::{Approval, ApprovalRequest, Approver};
-pub use edit::{PluginEntryDraft, add_allow_rule, plugin_entry_toml, write_plugin_entry};
+pub use edit::{
+    PluginEntryDraft, RemoteDraft, add_allow_rule, plugin_entry_toml, remove_plugin_entry, set_plugin_source,
+    write_plugin_entry,
+};
 pub use exec::{BuiltinsPolicy, TestProfile};
 pub use hooks::{HookAction, HookEntry, HookEvent};
 pub use limits::{LimitError, LimitKey, LimitOverrides};
 pub use permissions::{Decision, HookSays, Mode, Permissions};
 pub use redact::Redactor;
+pub use remote::EntrySource;
 pub use rules::Rule;
 pub use trust::ConfigDir;
 
@@ -89,8 +98,15 @@ pub const MAX_POLICY_BYTES: u64 = 1 << 20;
 pub struct PluginEntry {
     /// The entry's name; the plugin is shown under it.
     pub name: String,
-    /// The component file.
-    pub source: PathBuf,
+    /// Where the component comes from.
+    pub source: EntrySource,
+    /// Who must have signed an `oci://` source (`None`: no signature is required).
+    pub signers: Option<crate::oci::TrustSet>,
+    /// Speak plain HTTP to its registry (a loopback one only).
+    pub plain_http: bool,
+    /// Pull with the registry's own entry in the user's docker config (`registry-auth =
+    /// true`, written by `toolhost add … --registry-auth`): sent to that registry only.
+    pub registry_auth: bool,
     /// The sha256 its bytes must have.
     pub sha256: String,
     /// Work dir access (default `none`).

@@ -66,7 +66,7 @@ pub(crate) fn chain(what: &str, err: &(dyn StdError + 'static)) -> String {
 
 /// The TLS settings of every https hop: the webpki roots, the `ring` provider, HTTP/1.1
 /// over ALPN, no client certificate.
-pub(super) fn tls_config() -> Result<Arc<ClientConfig>, String> {
+pub(crate) fn tls_config() -> Result<Arc<ClientConfig>, String> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     tls_config_with(roots)

@@ -43,6 +43,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use client::FetchClient;
+/// The TLS settings of the pinned fetch (rustls, `ring`, the webpki roots), shared with
+/// the registry client (`oci::transport`).
+pub(crate) use exchange::tls_config as tls_config_with_webpki_roots;
 pub use net::{Connect, Connector, Lookup, Resolver, SystemResolver, TcpConnector};
 pub(crate) use types::OpenError;
 pub use types::{FetchError, FetchRequest, FetchResponse};
