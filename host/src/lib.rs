@@ -39,6 +39,7 @@ pub mod policy;
 mod protect;
 mod sandbox;
 mod serve;
+mod servers;
 
 // What an embedder uses, by stage: the host and its calls; loading and looking at
 // plugins; the grants and limits a plugin gets; the capabilities' settings; the
@@ -71,4 +72,11 @@ pub use policy::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, Re
 pub use protect::hostfs;
 pub use serve::http::{BearerToken, HttpError, HttpServer, HttpSettings};
 pub use serve::mcp::{ToolhostServer, serve_stdio};
+pub use servers::{Refused, ReportedTool, ServerReport};
+
+/// An MCP server's command as the host resolves it (`toolhost add-server`): the
+/// program, the entry file its `sha256` pins, that file's digest.
+pub mod server_command {
+    pub use crate::servers::{entry_file, find_program, sha256_file};
+}
 pub use tokio_util::sync::CancellationToken;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 
 const LAYERS: &[&str] = &[
-    "serve", "call", "hooks", "journal", "native", "load", "output", "policy", "sandbox", "imports",
+    "serve", "call", "hooks", "journal", "native", "servers", "load", "output", "policy", "sandbox", "imports",
     "engine", "protect", "bindings", "limits", "dirs", "error",
 ];
 

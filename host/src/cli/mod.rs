@@ -5,6 +5,7 @@ mod commands;
 mod journal;
 mod new;
 mod plugins;
+mod servers;
 mod trust;
 
 use std::path::PathBuf;
@@ -54,15 +55,24 @@ enum Command {
         http: ServeArgs,
     },
     /// Show a component's tools, imports, what they ask for and its sha256, and the
-    /// policy entry `add` would write, without writing anything.
+    /// policy entry `add` would write, without writing anything; or with --server
+    /// NAME, what the policy's MCP server NAME offers (it is started, confined) and
+    /// how it is confined.
     Inspect {
         /// The component file.
-        file: PathBuf,
+        #[arg(required_unless_present = "server")]
+        file: Option<PathBuf>,
+        /// The policy's MCP server to inspect ([servers.NAME]).
+        #[arg(long, value_name = "NAME", conflicts_with = "file")]
+        server: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         entry: plugins::EntryArgs,
+        /// With --server: let its proxy reach private and loopback addresses.
+        #[arg(long, requires = "server")]
+        allow_private_network: bool,
     },
     /// Approve a component: inspect it, show what it asks for, and write its policy
     /// entry (source, sha256, grants) to the policy file.
@@ -72,6 +82,10 @@ enum Command {
         #[command(flatten)]
         entry: plugins::EntryArgs,
     },
+    /// Approve an MCP server: start it confined, show its tools and sandbox, and
+    /// write its [servers.NAME] entry (the entry file's sha256 pinned):
+    /// toolhost add-server NAME -- PROG ARGS…
+    AddServer(servers::AddServerArgs),
     /// Trust the work dir's policy file as it is now: record its sha256 outside the
     /// work dir. A toolhost.toml inside the work dir that grants anything takes effect
     /// only when its exact bytes are trusted (a tool or a cloned repository may have
@@ -192,6 +206,10 @@ pub(crate) struct ServeArgs {
     /// several `serve` instances may share (default: `outputs` in the data dir).
     #[arg(long, value_name = "DIR")]
     store: Option<PathBuf>,
+    /// Start the policy's MCP servers before serving (default: at the first
+    /// tools/list or call that needs them).
+    #[arg(long)]
+    eager: bool,
 }
 
 impl ServeArgs {
@@ -322,7 +340,15 @@ pub(crate) fn main() -> ExitCode {
             Command::Call { name, args, host, json } => {
                 commands::call(&host, &name, args.as_deref(), json).await
             }
-            Command::Inspect { file, json, entry } => plugins::inspect(&file, &entry, json).await,
+            Command::Inspect { file, server, json, entry, allow_private_network } => match (file, server) {
+                (_, Some(name)) => {
+                    let args = entry.policy_args(allow_private_network);
+                    servers::inspect(&name, &args, json).await
+                }
+                (Some(file), None) => plugins::inspect(&file, &entry, json).await,
+                (None, None) => unreachable!("clap requires FILE or --server"),
+            },
+            Command::AddServer(args) => servers::add(&args).await,
             Command::Add { file, entry } => plugins::add(&file, &entry).await,
             Command::Serve { host, http } => commands::serve(&host, &http).await,
             Command::Trust(args) => trust::run(&args),

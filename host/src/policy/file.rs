@@ -29,6 +29,8 @@ struct RawPolicy {
     tests: BTreeMap<Spanned<String>, RawTest>,
     #[serde(default)]
     hooks: Vec<RawHook>,
+    #[serde(default)]
+    servers: BTreeMap<Spanned<String>, super::servers::RawServer>,
 }
 
 #[derive(Deserialize, Default)]
@@ -162,6 +164,10 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
     for (name, test) in &raw.tests {
         tests.push(test.parse(name.get_ref()).map_err(|(span, e)| at(span, e))?);
     }
+    let mut servers = Vec::new();
+    for (name, server) in raw.servers {
+        servers.push(server.parse(&name, base).map_err(|(span, e)| at(span, e))?);
+    }
     let hooks =
         raw.hooks.iter().map(|h| h.parse(base).map_err(|(span, e)| at(span, e))).collect::<Result<_, _>>()?;
     Ok(Policy {
@@ -182,6 +188,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         exec,
         tests,
         hooks,
+        servers,
     })
 }
 
