@@ -43,12 +43,12 @@ def attempt(action):
 
 
 def read_path(args):
-    with open(args["path"], encoding="utf-8", errors="replace") as f:
+    with open(args["where"], encoding="utf-8", errors="replace") as f:
         return f.read()
 
 
 def write_path(args):
-    with open(args["path"], "w", encoding="utf-8") as f:
+    with open(args["where"], "w", encoding="utf-8") as f:
         f.write(args.get("text", "x"))
     return "written"
 
@@ -159,8 +159,8 @@ def str_props(*names):
 
 TOOLS = [
     (tool("echo", str_props("text"), True, "Echo the text."), lambda a: text(a.get("text", ""))),
-    (tool("read_path", str_props("path"), True, "Read any path."), lambda a: attempt(lambda: read_path(a))),
-    (tool("write_path", str_props("path", "text"), False, "Write any path."), lambda a: attempt(lambda: write_path(a))),
+    (tool("read_path", str_props("where"), True, "Read any path (not a path-named argument: the sandbox, not the rules, must stop it)."), lambda a: attempt(lambda: read_path(a))),
+    (tool("write_path", str_props("where", "text"), False, "Write any path."), lambda a: attempt(lambda: write_path(a))),
     (tool("connect", str_props("host", "port"), True, "Open a TCP connection."), lambda a: attempt(lambda: connect(a))),
     (tool("proxy_connect", str_props("host", "port", "send"), True, "CONNECT through HTTPS_PROXY."),
      lambda a: attempt(lambda: proxy_connect(a))),

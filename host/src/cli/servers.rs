@@ -105,18 +105,26 @@ impl AddServerArgs {
     /// The entry these arguments describe: the program resolved, the entry file's
     /// sha256 pinned, the read-dirs it needs added.
     fn draft(&self, policy: &Policy) -> anyhow::Result<(ServerEntryDraft, PathBuf)> {
-        let work = self.policy.work_dir.canonicalize().with_context(|| self.policy.work_dir.display().to_string())?;
+        let work = self
+            .policy
+            .work_dir
+            .canonicalize()
+            .with_context(|| self.policy.work_dir.display().to_string())?;
         let cwd = match &self.cwd {
             Some(dir) => dir.canonicalize().with_context(|| dir.display().to_string())?,
             None => work.clone(),
         };
         let search = policy.exec.search_path();
-        let program = toolhost::server_command::find_program(&self.command[0], &cwd, &search).map_err(anyhow::Error::msg)?;
+        let program = toolhost::server_command::find_program(&self.command[0], &cwd, &search)
+            .map_err(anyhow::Error::msg)?;
         let entry = toolhost::server_command::entry_file(&self.command, &cwd, &program);
         let sha256 = toolhost::server_command::sha256_file(&entry).map_err(anyhow::Error::msg)?;
-        let mut read_dirs: Vec<PathBuf> = self.read_dirs.iter().map(|d| d.canonicalize().unwrap_or(d.clone())).collect();
+        let mut read_dirs: Vec<PathBuf> =
+            self.read_dirs.iter().map(|d| d.canonicalize().unwrap_or(d.clone())).collect();
         let covered = |path: &Path, dirs: &[PathBuf]| {
-            SYSTEM.iter().any(|s| path.starts_with(s)) || path.starts_with(&work) || dirs.iter().any(|d| path.starts_with(d))
+            SYSTEM.iter().any(|s| path.starts_with(s))
+                || path.starts_with(&work)
+                || dirs.iter().any(|d| path.starts_with(d))
         };
         // The package the entry file belongs to (its node_modules, or its own dir),
         // and the prefix of an interpreter that lives outside the system dirs.

@@ -67,8 +67,8 @@ use std::path::{Path, PathBuf};
 pub use crate::error::PolicyError;
 pub use approver::{Approval, ApprovalRequest, Approver};
 pub use edit::{
-    PluginEntryDraft, ServerEntryDraft, add_allow_rule, plugin_entry_toml, server_entry_toml, write_plugin_entry,
-    write_server_entry,
+    PluginEntryDraft, ServerEntryDraft, add_allow_rule, plugin_entry_toml, server_entry_toml,
+    write_plugin_entry, write_server_entry,
 };
 pub use exec::{BuiltinsPolicy, TestProfile};
 pub use hooks::{HookAction, HookEntry, HookEvent};

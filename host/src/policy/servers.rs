@@ -131,10 +131,16 @@ impl RawServer {
         let limits = limits(&self.limits).map_err(|(span, e)| at(span, format!("limits: {e}")))?;
         let transport = match (self.command, self.url) {
             (Some(_), Some(url)) => {
-                return Err(at(url.span(), "url: give either `command` (stdio) or `url` (HTTP), not both".into()));
+                return Err(at(
+                    url.span(),
+                    "url: give either `command` (stdio) or `url` (HTTP), not both".into(),
+                ));
             }
             (None, None) => {
-                return Err((name.span(), format!("servers.{key}: needs `command = [\"prog\", …]` or `url`")));
+                return Err((
+                    name.span(),
+                    format!("servers.{key}: needs `command = [\"prog\", …]` or `url`"),
+                ));
             }
             (None, Some(url)) => {
                 let stdio_only = [
@@ -195,7 +201,9 @@ impl RawServer {
                 let network = self
                     .network
                     .iter()
-                    .map(|h| HostPattern::parse(h.get_ref()).map_err(|e| at(h.span(), format!("network: {e}"))))
+                    .map(|h| {
+                        HostPattern::parse(h.get_ref()).map_err(|e| at(h.span(), format!("network: {e}")))
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 ServerTransport::Stdio(StdioServer {
                     command,
@@ -221,7 +229,9 @@ fn limits(table: &BTreeMap<Spanned<String>, Spanned<toml::Value>>) -> Result<Ser
         }
         let number = match value.get_ref().as_integer() {
             Some(n) if n >= 1 => n.unsigned_abs(),
-            Some(n) => return Err((value.span(), format!("{name}: {n} is too small: it must be at least 1"))),
+            Some(n) => {
+                return Err((value.span(), format!("{name}: {n} is too small: it must be at least 1")));
+            }
             None => {
                 let kind = value.get_ref().type_str();
                 return Err((value.span(), format!("{name}: expected a whole number, found {kind}")));
@@ -261,7 +271,12 @@ impl ServerEntry {
                     let hosts: Vec<&str> = s.network.iter().map(HostPattern::as_str).collect();
                     format!(", network {}", hosts.join(" "))
                 };
-                format!("{} (runs `{}`, work dir {}{net})", self.name, s.command.join(" "), s.filesystem.as_str())
+                format!(
+                    "{} (runs `{}`, work dir {}{net})",
+                    self.name,
+                    s.command.join(" "),
+                    s.filesystem.as_str()
+                )
             }
             ServerTransport::Http(h) => format!("{} (calls {})", self.name, h.url),
         }
@@ -330,7 +345,10 @@ limits = { memory-mib = 512, cpu-seconds = 60, processes = 8, timeout-ms = 1000 
         )
         .unwrap();
         let ServerTransport::Http(h) = &policy.servers[0].transport else { panic!() };
-        assert_eq!((h.url.as_str(), h.token_env.as_deref()), ("https://mcp.example.com/mcp", Some("R_TOKEN")));
+        assert_eq!(
+            (h.url.as_str(), h.token_env.as_deref()),
+            ("https://mcp.example.com/mcp", Some("R_TOKEN"))
+        );
     }
 
     #[test]

@@ -64,7 +64,8 @@ struct Listed {
 /// directory (`openWorldHint`) when its plugin holds a network grant (`wasi:sockets`
 /// is refused at load, so fetch is the only way out) or its server may reach one.
 fn listed(registry: Arc<crate::load::registry::Registry>) -> Listed {
-    let tools = registry.iter().map(|tool| mcp_tool(tool.spec(), tool.open_world(), tool.output_schema())).collect();
+    let tools =
+        registry.iter().map(|tool| mcp_tool(tool.spec(), tool.open_world(), tool.output_schema())).collect();
     Listed { registry, tools }
 }
 

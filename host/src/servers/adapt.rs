@@ -207,14 +207,21 @@ mod tests {
                            "$defs": {"A": {"oneOf": [{"type": "integer"}, {"type": "string"}]}}}),
                     None,
                 ),
-                tool("far", json!({"type": "object", "properties": {"a": {"$ref": "https://x/s.json"}}}), None),
+                tool(
+                    "far",
+                    json!({"type": "object", "properties": {"a": {"$ref": "https://x/s.json"}}}),
+                    None,
+                ),
                 tool("notobj", json!({"type": "string"}), None),
                 tool("Look", json!({"type": "object"}), None),
             ],
         )
         .unwrap();
-        let names: Vec<(&str, bool, bool)> =
-            listing.tools.iter().map(|t| (t.spec.name.as_str(), t.spec.read_only, t.spec.destructive)).collect();
+        let names: Vec<(&str, bool, bool)> = listing
+            .tools
+            .iter()
+            .map(|t| (t.spec.name.as_str(), t.spec.read_only, t.spec.destructive))
+            .collect();
         assert_eq!(
             names,
             [

@@ -74,7 +74,9 @@ impl Connection {
             Ok(_) => Err(CallFailure::Protocol(
                 "the server asked for more input or made a task; toolhost takes only complete results".into(),
             )),
-            Err(rmcp::ServiceError::McpError(e)) => Err(CallFailure::Protocol(format!("{} ({})", e.message, e.code.0))),
+            Err(rmcp::ServiceError::McpError(e)) => {
+                Err(CallFailure::Protocol(format!("{} ({})", e.message, e.code.0)))
+            }
             Err(rmcp::ServiceError::TransportClosed) | Err(rmcp::ServiceError::TransportSend(_)) => {
                 Err(CallFailure::Gone)
             }

@@ -116,7 +116,10 @@ impl Pinned {
     /// Send `request` to a vetted address of its URL's host.
     async fn send(&self, mut request: Request<Full<Bytes>>) -> HttpResult<Response<Incoming>> {
         let target = request.uri().to_string();
-        let url = self.client.check_url(&self.grant, &target).map_err(|e| client_error(format!("{}: {e}", e.code())))?;
+        let url = self
+            .client
+            .check_url(&self.grant, &target)
+            .map_err(|e| client_error(format!("{}: {e}", e.code())))?;
         let stream = self.client.open(&self.grant, &url).await.map_err(|e| {
             let e = match e {
                 OpenError::Denied(e) => e,
@@ -136,7 +139,8 @@ impl Pinned {
         };
         let origin = &url[url::Position::BeforePath..url::Position::AfterQuery];
         *request.uri_mut() = origin.parse().map_err(|_| client_error(format!("unusable URL {url}")))?;
-        let host = HeaderValue::from_str(&host).map_err(|_| client_error(format!("unusable host in {url}")))?;
+        let host =
+            HeaderValue::from_str(&host).map_err(|_| client_error(format!("unusable host in {url}")))?;
         request.headers_mut().insert(header::HOST, host);
         sender.send_request(request).await.map_err(|e| client_error(format!("transport: {e}")))
     }
@@ -185,7 +189,8 @@ impl StreamableHttpClient for Pinned {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<StreamableHttpPostResponse> {
         let body = Bytes::from(serde_json::to_vec(&message)?);
-        let mut request = Self::request(Method::POST, &uri, session_id.as_deref(), auth_header, custom_headers, body)?;
+        let mut request =
+            Self::request(Method::POST, &uri, session_id.as_deref(), auth_header, custom_headers, body)?;
         let headers = request.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
@@ -202,14 +207,17 @@ impl StreamableHttpClient for Pinned {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(|v| v.split(';').next().unwrap_or_default().trim().to_ascii_lowercase());
-        let session = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let session =
+            response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
         if !status.is_success() {
             let body = self.body(response).await.unwrap_or_default();
             if let Ok(error @ ServerJsonRpcMessage::Error(_)) = serde_json::from_slice(&body) {
                 return Ok(StreamableHttpPostResponse::Json(error, session));
             }
             let text = String::from_utf8_lossy(&body[..body.len().min(1024)]).into_owned();
-            return Err(StreamableHttpError::UnexpectedServerResponse(format!("HTTP {status}: {text}").into()));
+            return Err(StreamableHttpError::UnexpectedServerResponse(
+                format!("HTTP {status}: {text}").into(),
+            ));
         }
         match kind.as_deref() {
             Some("text/event-stream") => {
@@ -240,8 +248,14 @@ impl StreamableHttpClient for Pinned {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<()> {
-        let request =
-            Self::request(Method::DELETE, &uri, Some(&session_id), auth_header, custom_headers, Bytes::new())?;
+        let request = Self::request(
+            Method::DELETE,
+            &uri,
+            Some(&session_id),
+            auth_header,
+            custom_headers,
+            Bytes::new(),
+        )?;
         let response = self.send(request).await?;
         if response.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Err(StreamableHttpError::ServerDoesNotSupportDeleteSession);
@@ -256,7 +270,8 @@ impl StreamableHttpClient for Pinned {
         _last_event_id: Option<String>,
         _auth_header: Option<String>,
         _custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> HttpResult<futures_util::stream::BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>> {
+    ) -> HttpResult<futures_util::stream::BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>>
+    {
         Err(StreamableHttpError::ServerDoesNotSupportSse)
     }
 }

@@ -62,7 +62,11 @@ impl Instance {
     /// Start `launch`'s process confined (the work dir writable when `writable` and
     /// granted) and initialize a session with it. The error says why, with the end
     /// of its stderr.
-    pub(crate) async fn start_stdio(launch: &Launch, writable: bool, with: StartWith<'_>) -> Result<Self, String> {
+    pub(crate) async fn start_stdio(
+        launch: &Launch,
+        writable: bool,
+        with: StartWith<'_>,
+    ) -> Result<Self, String> {
         let spec = launch.spec(writable)?;
         let mut resident = with.exec.start_resident(spec).await.map_err(|e| e.to_string())?;
         let (tail, tripped, stop) = (Tail::default(), Tripped::default(), CancellationToken::new());
@@ -72,8 +76,9 @@ impl Instance {
             tasks.push(AbortOnDrop(tokio::spawn(log_stderr(with.name.to_string(), stderr, tail.clone()))));
         }
         if let (Some(listener), Some(grant)) = (resident.listener.take(), &launch.network) {
-            let proxy = super::proxy::spawn(listener, grant.clone(), with.fetch.clone(), with.name.to_string())
-                .map_err(|e| format!("its proxy: {e}"))?;
+            let proxy =
+                super::proxy::spawn(listener, grant.clone(), with.fetch.clone(), with.name.to_string())
+                    .map_err(|e| format!("its proxy: {e}"))?;
             tasks.push(AbortOnDrop(proxy));
         }
         let (Some(stdout), Some(stdin)) = (resident.stdout.take(), resident.stdin.take()) else {
@@ -106,7 +111,8 @@ impl Instance {
             stop: stop.clone(),
             _tasks: Vec::new(),
         };
-        let opened = tokio::time::timeout(START_TIMEOUT, Connection::open((stdout, stdin), with.on_change)).await;
+        let opened =
+            tokio::time::timeout(START_TIMEOUT, Connection::open((stdout, stdin), with.on_change)).await;
         match opened {
             Ok(Ok(connection)) => {
                 let mut started = instance(connection);
@@ -132,9 +138,13 @@ impl Instance {
         on_change: OnChange,
     ) -> Result<Self, String> {
         let transport = remote.transport(context.fetch.clone(), context.max_message);
-        let connection = match tokio::time::timeout(START_TIMEOUT, Connection::open(transport, on_change)).await {
+        let connection = match tokio::time::timeout(START_TIMEOUT, Connection::open(transport, on_change))
+            .await
+        {
             Ok(opened) => opened?,
-            Err(_) => return Err(format!("it did not answer `initialize` within {} s", START_TIMEOUT.as_secs())),
+            Err(_) => {
+                return Err(format!("it did not answer `initialize` within {} s", START_TIMEOUT.as_secs()));
+            }
         };
         Ok(Self {
             connection,
@@ -167,7 +177,12 @@ impl Drop for Instance {
 }
 
 /// Say how an instance ended (`context`: what failed first, if anything did).
-async fn gone(exit: &Mutex<Option<String>>, tripped: &Tripped, tail: &Tail, context: Option<String>) -> String {
+async fn gone(
+    exit: &Mutex<Option<String>>,
+    tripped: &Tripped,
+    tail: &Tail,
+    context: Option<String>,
+) -> String {
     let deadline = Instant::now() + EXIT_GRACE;
     let status = loop {
         if let Some(status) = exit.lock().unwrap_or_else(|e| e.into_inner()).clone() {

@@ -157,7 +157,10 @@ impl Launch {
 
     /// The command as one line.
     pub(crate) fn command_line(&self) -> String {
-        std::iter::once(self.arg0.as_str()).chain(self.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
+        std::iter::once(self.arg0.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// What confines it, in words (`toolhost inspect --server`).
@@ -184,10 +187,16 @@ impl Launch {
             }
         };
         let fixed = ["PATH", "HOME", "TMPDIR", "LANG"];
-        let names: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).filter(|k| !fixed.contains(k)).collect();
-        let env = format!("env: {}", if names.is_empty() { "nothing granted".to_string() } else { names.join(", ") });
+        let names: Vec<&str> =
+            self.env.iter().map(|(k, _)| k.as_str()).filter(|k| !fixed.contains(k)).collect();
+        let env = format!(
+            "env: {}",
+            if names.is_empty() { "nothing granted".to_string() } else { names.join(", ") }
+        );
         let pin = match &self.sha256 {
-            Some(sha) => format!("entry file: {} (sha256 {sha}, checked at each start)", self.entry_file.display()),
+            Some(sha) => {
+                format!("entry file: {} (sha256 {sha}, checked at each start)", self.entry_file.display())
+            }
             None => format!("entry file: {} (not pinned: no sha256 in its entry)", self.entry_file.display()),
         };
         let limits = format!(
@@ -260,7 +269,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().canonicalize().unwrap();
         std::fs::write(work.join("s.py"), "print()").unwrap();
-        let l = launch("[servers.a]\ncommand = [\"sh\", \"s.py\"]\nenv = [\"KEEP\", \"*\"]\n", &work).unwrap();
+        let l =
+            launch("[servers.a]\ncommand = [\"sh\", \"s.py\"]\nenv = [\"KEEP\", \"*\"]\n", &work).unwrap();
         let names: Vec<&str> = l.env.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(names, ["PATH", "HOME", "TMPDIR", "LANG", "KEEP"]);
         assert_eq!(l.entry_file, work.join("s.py"));
@@ -284,7 +294,8 @@ mod tests {
         let work = dir.path().canonicalize().unwrap();
         std::fs::write(work.join("s.py"), "one").unwrap();
         let pin = sha256_file(&work.join("s.py")).unwrap();
-        let l = launch(&format!("[servers.a]\ncommand = [\"sh\", \"s.py\"]\nsha256 = \"{pin}\"\n"), &work).unwrap();
+        let l = launch(&format!("[servers.a]\ncommand = [\"sh\", \"s.py\"]\nsha256 = \"{pin}\"\n"), &work)
+            .unwrap();
         assert!(l.spec(false).is_ok());
         std::fs::write(work.join("s.py"), "two").unwrap();
         let err = l.spec(false).unwrap_err();

@@ -38,9 +38,9 @@ mod tool;
 use std::sync::Arc;
 
 pub use adapt::Refused;
-pub(crate) use names::PREFIX as TOOL_PREFIX;
 pub(crate) use launch::HostSide;
 pub use launch::{entry_file, find_program, sha256_file};
+pub(crate) use names::PREFIX as TOOL_PREFIX;
 
 use crate::error::CallError;
 use crate::imports::exec::ExecRuntime;
@@ -174,7 +174,8 @@ impl Servers {
 
     /// Start every server not started yet, at once; the ones that failed, and why.
     pub(crate) async fn start_all(&self) -> Vec<(String, CallError)> {
-        let starts = self.servers.iter().map(|(s, _, _)| async move { (s.name.clone(), s.instance(false).await) });
+        let starts =
+            self.servers.iter().map(|(s, _, _)| async move { (s.name.clone(), s.instance(false).await) });
         futures_util::future::join_all(starts)
             .await
             .into_iter()
@@ -240,7 +241,12 @@ impl Servers {
 /// The values its redactor removes: the variables its entry grants (not the fixed
 /// ones every child gets).
 fn granted_values(launch: &launch::Launch, host: &HostSide) -> Vec<(String, String)> {
-    launch.env().iter().filter(|(k, v)| host.host_env.iter().any(|(hk, hv)| hk == k && hv == v)).cloned().collect()
+    launch
+        .env()
+        .iter()
+        .filter(|(k, v)| host.host_env.iter().any(|(hk, hv)| hk == k && hv == v))
+        .cloned()
+        .collect()
 }
 
 /// How a server is reached and confined, in words.
@@ -254,4 +260,3 @@ fn describe(kind: &Kind) -> (String, Vec<String>) {
         Kind::Broken(why) => ("unusable".into(), vec![why.clone()]),
     }
 }
-

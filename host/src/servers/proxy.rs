@@ -93,7 +93,9 @@ impl Shared {
                 StatusCode::BAD_REQUEST,
                 &format!("{other}:// requests go through CONNECT (set HTTPS_PROXY, not only HTTP_PROXY)"),
             ),
-            None => refuse(StatusCode::BAD_REQUEST, "this is a proxy: send absolute-form requests or CONNECT"),
+            None => {
+                refuse(StatusCode::BAD_REQUEST, "this is a proxy: send absolute-form requests or CONNECT")
+            }
         }
     }
 
@@ -101,7 +103,8 @@ impl Shared {
     async fn open(
         &self,
         url: &str,
-    ) -> Result<impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + use<>, Response<Body>> {
+    ) -> Result<impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + use<>, Response<Body>>
+    {
         let denied = |e: FetchError| {
             tracing::warn!(server = %self.server, target = url, "proxy refused: {e}");
             refuse(StatusCode::FORBIDDEN, &format!("{}: {e}", e.code()))
@@ -159,7 +162,15 @@ impl Shared {
             Err(_) => return refuse(StatusCode::BAD_REQUEST, "unusable request target"),
         }
         let headers = req.headers_mut();
-        let hop_by_hop = ["connection", "keep-alive", "te", "trailer", "upgrade", "proxy-authorization", "proxy-connection"];
+        let hop_by_hop = [
+            "connection",
+            "keep-alive",
+            "te",
+            "trailer",
+            "upgrade",
+            "proxy-authorization",
+            "proxy-connection",
+        ];
         for name in hop_by_hop {
             headers.remove(name);
         }
@@ -179,7 +190,8 @@ fn empty() -> Body {
 
 /// A refusal: `status`, and `why` as a text body.
 fn refuse(status: StatusCode, why: &str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(format!("{why}\n"))).map_err(|never| match never {}).boxed());
+    let mut response =
+        Response::new(Full::new(Bytes::from(format!("{why}\n"))).map_err(|never| match never {}).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain"));
     response
@@ -205,15 +217,20 @@ mod tests {
     async fn proxy(hosts: &[&str], allow_private: bool) -> std::net::SocketAddr {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let grant = NetGrant { hosts: hosts.iter().map(|h| HostPattern::parse(h).unwrap()).collect(), allow_private };
-        let client = Arc::new(FetchClient::new(Arc::new(Loopback), Arc::new(TcpConnector), FetchLimits::default()));
+        let grant =
+            NetGrant { hosts: hosts.iter().map(|h| HostPattern::parse(h).unwrap()).collect(), allow_private };
+        let client =
+            Arc::new(FetchClient::new(Arc::new(Loopback), Arc::new(TcpConnector), FetchLimits::default()));
         spawn(listener, grant, client, "t".into()).unwrap();
         addr
     }
 
     async fn connect(proxy: std::net::SocketAddr, target: &str) -> String {
         let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
-        stream.write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes()).await.unwrap();
+        stream
+            .write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
         let mut buf = vec![0u8; 4096];
         let n = stream.read(&mut buf).await.unwrap();
         String::from_utf8_lossy(&buf[..n]).into_owned()

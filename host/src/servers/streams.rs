@@ -58,7 +58,11 @@ impl<R> LineGuard<R> {
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for LineGuard<R> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_read(cx, buf) {

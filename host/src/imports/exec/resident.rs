@@ -22,13 +22,13 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 
+use super::ChildLimits;
 use super::cgroup::ChildCgroup;
 use super::confine::{self, ChildSetup, Loopback, is_root};
 use super::landlock::{Confiner, child_root};
 use super::protect_check::Watch;
 use super::runtime::ExecRuntime;
 use super::spawn::SpawnError;
-use super::ChildLimits;
 
 /// What to start, resolved by the caller.
 #[derive(Debug, Clone)]
@@ -150,7 +150,8 @@ impl ExecRuntime {
             }
             None => None,
         };
-        let mut child = spawned.map_err(|e| SpawnError::Failed(format!("{}: {e}", spec.program.display())))?;
+        let mut child =
+            spawned.map_err(|e| SpawnError::Failed(format!("{}: {e}", spec.program.display())))?;
         let pid = child.id().unwrap_or(0);
         let userns = if cgroup.is_none() { confine::user_namespace(pid) } else { None };
         Ok(Resident {

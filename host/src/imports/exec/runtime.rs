@@ -293,7 +293,11 @@ impl ExecRuntime {
     /// the confinement on first use.
     pub(super) fn shared(&self) -> Result<Shared<'_>, String> {
         let confinement = self.confinement().map_err(str::to_owned)?;
-        Ok(Shared { cgroup: confinement.cgroup.as_ref(), ids: &confinement.ids, last_cap: confinement.last_cap })
+        Ok(Shared {
+            cgroup: confinement.cgroup.as_ref(),
+            ids: &confinement.ids,
+            last_cap: confinement.last_cap,
+        })
     }
 
     /// The protected paths and the listing cache a walk for them uses.
