@@ -1,12 +1,14 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|typed ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|typed|servers ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
 //! p99s are reported, not means, because the tails are what a model loop
 //! feels.
+
+mod servers;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -71,6 +73,9 @@ fn main() {
         }
         if wants("typed") {
             typed().await;
+        }
+        if wants("servers") {
+            servers::servers().await;
         }
     });
     if wants("list") {

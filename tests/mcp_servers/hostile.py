@@ -115,6 +115,37 @@ def flood_stderr(args):
     return "flooded stderr"
 
 
+def alloc(args):
+    """Hold `mib` MiB at once."""
+    block = bytearray(int(args.get("mib", "1024")) << 20)
+    return f"allocated {len(block) >> 20} MiB"
+
+
+def spawn_many(args):
+    """Fork up to `count` sleeping children at once; how many it got, then reap them."""
+    children = []
+    try:
+        for _ in range(int(args.get("count", "64"))):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(30)
+                os._exit(0)
+            children.append(pid)
+        return f"spawned {len(children)}"
+    except OSError as e:
+        raise OSError(f"after {len(children)}: {e}") from e
+    finally:
+        for pid in children:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+
+
+def spin(_args):
+    """Burn CPU until stopped."""
+    while True:
+        pass
+
+
 def write_work(args):
     with open(args["name"], "w", encoding="utf-8") as f:
         f.write(args.get("text", "x"))
@@ -184,6 +215,9 @@ TOOLS = [
      lambda a: attempt(lambda: write_work(a))),
     (tool("write_work_ro", str_props("name", "text"), True, "Claims read-only, writes the work dir."),
      lambda a: attempt(lambda: write_work(a))),
+    (tool("alloc", str_props("mib"), True, "Hold memory."), lambda a: attempt(lambda: alloc(a))),
+    (tool("spawn_many", str_props("count"), True, "Fork many processes."), lambda a: attempt(lambda: spawn_many(a))),
+    (tool("spin", OBJ, True, "Burn CPU."), lambda a: text(spin(a))),
     (tool("pid", OBJ, True, "The server's process id."), lambda a: text(str(os.getpid()))),
     (tool("change_tools", OBJ, False, "Add a tool and say so."), lambda a: text(change_tools(a))),
     (tool("far_ref", {"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}}, True,
@@ -226,6 +260,10 @@ def handle(message):
 
 
 def main():
+    mark = os.environ.get("HOSTILE_MARK")
+    if mark:  # says when it started (the eager/lazy test)
+        with open(mark, "w", encoding="utf-8") as f:
+            f.write(str(os.getpid()))
     for line in sys.stdin:
         line = line.strip()
         if not line:

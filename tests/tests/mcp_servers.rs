@@ -323,6 +323,36 @@ async fn a_crash_mid_call_is_a_clean_error_then_a_restart() {
 }
 
 #[tokio::test]
+async fn its_limits_hold_memory_processes_and_its_own_deadline() {
+    let s = setup("limits = { memory-mib = 512, processes = 8, timeout-ms = 800 }").await;
+    let out = ok(&s.host, "alloc", json!({"mib": "2048"})).await;
+    assert!(out.starts_with("refused: MemoryError"), "{out}");
+    assert_eq!(ok(&s.host, "alloc", json!({"mib": "16"})).await, "allocated 16 MiB");
+    let out = ok(&s.host, "spawn_many", json!({"count": "64"})).await;
+    let got = out.strip_prefix("refused: OSError: after ").unwrap_or_else(|| panic!("{out}"));
+    let got: usize = got.split(':').next().unwrap().parse().unwrap();
+    assert!(got < 8, "{got} processes besides the server's own");
+    // Its entry's deadline, not the host's 30 s.
+    let started = Instant::now();
+    let (code, _) = fails(&s.host, "hang", json!({})).await;
+    assert_eq!(code, "timeout");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert_eq!(s.host.registry().get("mcp__t__hang").unwrap().spec().timeout_ms, Some(800));
+    assert_eq!(ok(&s.host, "echo", json!({"text": "alive"})).await, "alive");
+}
+
+#[tokio::test]
+async fn its_cpu_seconds_run_out_then_it_restarts() {
+    let s = setup("limits = { cpu-seconds = 1 }").await;
+    let first = ok(&s.host, "pid", json!({})).await;
+    let (code, message) = fails(&s.host, "spin", json!({})).await;
+    assert_eq!(code, "server_failed", "{message}");
+    assert!(message.contains("SIGXCPU") || message.contains("SIGKILL"), "{message}");
+    let second = ok(&s.host, "pid", json!({})).await;
+    assert_ne!(first, second, "a new instance");
+}
+
+#[tokio::test]
 async fn invalid_arguments_never_reach_the_server() {
     let s = setup("").await;
     let bad = [
@@ -468,4 +498,176 @@ async fn a_published_server_runs_confined_and_answers() {
     // Its schema is validated here: a call it would refuse never leaves the host.
     let bad = host.execute(ToolCall::new("mcp__memory__create_entities", json!({"entities": "x"}))).await;
     assert_eq!(bad.code(), Some("invalid_args"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_server_is_reached_through_the_pinned_client_only() {
+    // Another toolhost serves its builtins over Streamable HTTP on loopback.
+    let far = tempfile::tempdir().unwrap();
+    std::fs::write(far.path().join("note.txt"), "far away").unwrap();
+    let remote = Host::builder()
+        .work_dir(far.path())
+        .engine_settings(test_engine_settings())
+        .mode(Mode::Yolo)
+        .build()
+        .await
+        .unwrap();
+    let mut settings = toolhost::HttpSettings::new("127.0.0.1:0".parse().unwrap());
+    settings.token = Some(toolhost::BearerToken::new(TOKEN).unwrap());
+    let server = toolhost::HttpServer::bind(Arc::new(remote), settings).await.unwrap();
+    let url = format!("http://{}/mcp", server.local_addr());
+    let serving = tokio::spawn(server.run());
+    let policy =
+        format!("[servers.far]\nurl = \"{url}\"\nenv = [\"GRANTED_TOKEN\"]\ntoken-env = \"GRANTED_TOKEN\"\n");
+    // Loopback is a private target: refused unless the host's opt-out is on.
+    let s = build(&policy, NetworkSettings::default(), Limits::default(), Mode::Yolo).await;
+    let result = s.host.execute(ToolCall::new("mcp__far__read_file", json!({"path": "note.txt"}))).await;
+    let message = result.error.map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.starts_with("server_failed") && message.contains("blocked_url"), "{message}");
+    let network = NetworkSettings { allow_private: true, ..NetworkSettings::default() };
+    let s = build(&policy, network.clone(), Limits::default(), Mode::Yolo).await;
+    let result = s.host.execute(ToolCall::new("mcp__far__read_file", json!({"path": "note.txt"}))).await;
+    assert!(result.ok && result.output.contains("far away"), "{:?} {}", result.error, result.output);
+    assert_eq!(s.host.registry().get("mcp__far__read_file").unwrap().source(), "server:far");
+    // Without the token (a policy that grants none) the endpoint refuses it.
+    let s = build(&format!("[servers.far]\nurl = \"{url}\"\n"), network, Limits::default(), Mode::Yolo).await;
+    let result = s.host.execute(ToolCall::new("mcp__far__read_file", json!({"path": "note.txt"}))).await;
+    let message = result.error.map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.starts_with("server_failed") && message.contains("401"), "{message}");
+    serving.abort();
+}
+
+/// The `toolhost` binary with the tests' config and data dirs: `args[0]` (the
+/// command) `--work-dir WORK`, then the rest of `args` (`--work-dir` must come
+/// before a `--`).
+fn toolhost(work: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(toolhost_tests::toolhost_bin())
+        .arg(args[0])
+        .arg("--work-dir")
+        .arg(work)
+        .args(&args[1..])
+        .env_remove("TOOLHOST_LOG")
+        .env("TOOLHOST_CONFIG_DIR", toolhost_tests::test_config_dir())
+        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
+        .env("TOOLHOST_CACHE_DIR", workspace_root().join("target/test-compile-cache"))
+        .env("GRANTED_TOKEN", TOKEN)
+        .env("CANARY_SECRET", SECRET)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("running toolhost")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn add_server_pins_the_entry_file_and_inspect_shows_the_sandbox() {
+    let work = tempfile::tempdir().unwrap();
+    let script = script();
+    let out = toolhost(
+        work.path(),
+        &[
+            "add-server",
+            "t",
+            "--filesystem",
+            "read-write",
+            "--env",
+            "GRANTED_TOKEN",
+            "--",
+            "/usr/bin/python3",
+            &script.display().to_string(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("mcp__t__echo (read-only, in the read-only instance"), "{stdout}");
+    let text = std::fs::read_to_string(work.path().join("toolhost.toml")).unwrap();
+    let pin = toolhost::server_command::sha256_file(&script).unwrap();
+    assert!(text.contains(&format!("sha256 = \"{pin}\"")), "{text}");
+    assert!(text.contains(&format!("read-dirs = [\"{}\"]", script.parent().unwrap().display())), "{text}");
+
+    let out = toolhost(work.path(), &["inspect", "--server", "t"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    for needle in [
+        "transport: stdio: /usr/bin/python3",
+        "network: none",
+        "env: GRANTED_TOKEN",
+        "second instance",
+        "far_ref:",
+    ] {
+        assert!(stdout.contains(needle), "{needle}: {stdout}");
+    }
+    // The entry works from the policy it wrote.
+    let out =
+        toolhost(work.path(), &["call", "mcp__t__echo", r#"{"text": "from the cli"}"#, "--mode", "yolo"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "from the cli\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = toolhost(work.path(), &["inspect", "--server", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no [servers.nope] entry"));
+    let out = toolhost(work.path(), &["add-server", "bad", "--", "no-such-program-7"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no program `no-such-program-7`"));
+}
+
+/// Tells the test when the server's tool list changed.
+#[derive(Clone)]
+struct Watcher(Arc<tokio::sync::Notify>);
+
+impl rmcp::ClientHandler for Watcher {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<rmcp::RoleClient>) {
+        self.0.notify_one();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_starts_servers_lazily_or_eagerly_and_forwards_list_changed() {
+    use rmcp::ServiceExt;
+    for eager in [false, true] {
+        let (work, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let policy = entry("filesystem = \"read-write\"\nenv = [\"HOSTILE_MARK\"]");
+        // Outside the work dir: the user's own file, believed as it is.
+        let policy_file = outside.path().join("policy.toml");
+        std::fs::write(&policy_file, &policy).unwrap();
+        let mut cmd = tokio::process::Command::new(toolhost_tests::toolhost_bin());
+        cmd.arg("serve").arg("--work-dir").arg(work.path()).arg("--policy").arg(&policy_file);
+        cmd.args(["--mode", "yolo"]).args(if eager { &["--eager"][..] } else { &[] });
+        cmd.env("HOSTILE_MARK", "started.txt")
+            .env("TOOLHOST_CONFIG_DIR", toolhost_tests::test_config_dir())
+            .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
+            .env("TOOLHOST_CACHE_DIR", workspace_root().join("target/test-compile-cache"))
+            .env_remove("TOOLHOST_LOG")
+            .kill_on_drop(true);
+        let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let changed = Arc::new(tokio::sync::Notify::new());
+        let client = Watcher(changed.clone()).serve(transport).await.expect("initialize");
+        let mark = work.path().join("started.txt");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(mark.exists(), eager, "eager {eager}: started before any tools/list");
+        let tools = client.list_all_tools().await.unwrap();
+        assert!(mark.exists(), "tools/list starts it");
+        assert!(tools.iter().any(|t| t.name == "mcp__t__echo"), "{tools:?}");
+        let echo = tools.iter().find(|t| t.name == "mcp__t__echo").unwrap();
+        assert_eq!(echo.annotations.as_ref().and_then(|a| a.read_only_hint), Some(true));
+        let params = rmcp::model::CallToolRequestParams::new("mcp__t__change_tools");
+        let result = client.call_tool(params).await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        // A notification may still be on its way from the lazy start's own change:
+        // wait for the one after which the list holds the new tool.
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            tokio::time::timeout(left, changed.notified()).await.expect("list_changed forwarded");
+            let tools = client.list_all_tools().await.unwrap();
+            if tools.iter().any(|t| t.name == "mcp__t__extra") {
+                break;
+            }
+        }
+        client.cancel().await.unwrap();
+    }
 }

@@ -252,6 +252,12 @@ fn limits(table: &BTreeMap<Spanned<String>, Spanned<toml::Value>>) -> Result<Ser
 }
 
 impl ServerEntry {
+    /// The part of its tools' names that stands for it (`mcp__PART__TOOL`): its
+    /// name lower-cased, `-` made `_`.
+    pub(crate) fn tool_part(&self) -> String {
+        self.name.to_ascii_lowercase().replace('-', "_")
+    }
+
     /// The hosts a stdio server may reach (none for an HTTP one: its client reaches
     /// only its URL's host).
     pub fn network(&self) -> &[HostPattern] {
@@ -369,6 +375,10 @@ limits = { memory-mib = 512, cpu-seconds = 60, processes = 8, timeout-ms = 1000 
             ("[servers.a]\ncommand = [\"x\"]\nlimits = { processes = \"2\" }\n", "expected a whole number"),
             ("[servers.a]\ncommand = [\"x\"]\nport = 3\n", "unknown field `port`"),
             ("[servers.\"a b\"]\ncommand = [\"x\"]\n", "server name \"a b\""),
+            (
+                "[servers.a-b]\ncommand = [\"x\"]\n[servers.A_b]\ncommand = [\"y\"]\n",
+                "as those of servers.A_b are (duplicate_tool)",
+            ),
         ];
         for (text, want) in cases {
             let err = parse(text).expect_err(text);

@@ -99,9 +99,20 @@ pub struct ReportedTool {
     pub instance: &'static str,
 }
 
+/// One server with what its tools share.
+struct Entry {
+    server: Arc<Server>,
+    /// Removes the values its entry grants from its results.
+    redactor: Arc<Redactor>,
+    /// Whether it may reach a network (its tools are open-world).
+    open_world: bool,
+    /// The default deadline of its calls (`limits.timeout-ms`).
+    timeout_ms: Option<u32>,
+}
+
 /// The servers of one host.
 pub(crate) struct Servers {
-    servers: Vec<(Arc<Server>, Arc<Redactor>, bool)>,
+    servers: Vec<Entry>,
     context: Arc<Context>,
 }
 
@@ -138,7 +149,9 @@ impl Servers {
                     },
                 };
                 let server = Server::new(entry.name.clone(), kind, context.clone());
-                (server, Arc::new(Redactor::new(&granted)), open_world)
+                // Past u32::MAX ms (49 days) is as good as no deadline of its own.
+                let timeout_ms = entry.limits.timeout_ms.map(|ms| u32::try_from(ms).unwrap_or(u32::MAX));
+                Entry { server, redactor: Arc::new(Redactor::new(&granted)), open_world, timeout_ms }
             })
             .collect();
         Self { servers, context }
@@ -154,13 +167,14 @@ impl Servers {
     pub(crate) fn unlisted_for(&self, name: &str) -> Vec<String> {
         self.servers
             .iter()
-            .filter(|(s, _, _)| name.starts_with(&names::tool_prefix(&s.name)) && s.listing().is_none())
-            .map(|(s, _, _)| s.name.clone())
+            .map(|e| &e.server)
+            .filter(|s| name.starts_with(&names::tool_prefix(&s.name)) && s.listing().is_none())
+            .map(|s| s.name.clone())
             .collect()
     }
 
     fn find(&self, name: &str) -> Option<&Arc<Server>> {
-        self.servers.iter().map(|(s, _, _)| s).find(|s| s.name == name)
+        self.servers.iter().map(|e| &e.server).find(|s| s.name == name)
     }
 
     /// Start the server `name` (its main instance) unless it runs, so that its tools
@@ -174,8 +188,11 @@ impl Servers {
 
     /// Start every server not started yet, at once; the ones that failed, and why.
     pub(crate) async fn start_all(&self) -> Vec<(String, CallError)> {
-        let starts =
-            self.servers.iter().map(|(s, _, _)| async move { (s.name.clone(), s.instance(false).await) });
+        let starts = self
+            .servers
+            .iter()
+            .map(|e| &e.server)
+            .map(|s| async move { (s.name.clone(), s.instance(false).await) });
         futures_util::future::join_all(starts)
             .await
             .into_iter()
@@ -186,9 +203,11 @@ impl Servers {
     /// Every listed tool, with what runs it.
     pub(crate) fn tools(&self) -> Vec<(ToolSpec, Arc<dyn ServerTool>)> {
         let mut out = Vec::new();
-        for (server, redactor, open_world) in &self.servers {
+        for Entry { server, redactor, open_world, timeout_ms } in &self.servers {
             let Some(listing) = server.listing() else { continue };
             for adapted in &listing.tools {
+                let mut spec = adapted.spec.clone();
+                spec.timeout_ms = *timeout_ms;
                 let tool = tool::RemoteTool {
                     server: server.clone(),
                     remote: adapted.remote.clone(),
@@ -197,7 +216,7 @@ impl Servers {
                     redactor: redactor.clone(),
                     open_world: *open_world,
                 };
-                out.push((adapted.spec.clone(), Arc::new(tool) as Arc<dyn ServerTool>));
+                out.push((spec, Arc::new(tool) as Arc<dyn ServerTool>));
             }
         }
         out
@@ -215,7 +234,7 @@ impl Servers {
 
     /// What `inspect` shows of the server `name`, after trying to start it.
     pub(crate) async fn report(&self, name: &str) -> Option<ServerReport> {
-        let (server, _, _) = self.servers.iter().find(|(s, _, _)| s.name == name)?;
+        let server = self.find(name)?;
         let error = server.instance(false).await.err().map(|e| e.to_string());
         let (tools, refused) = match server.listing() {
             Some(listing) => {
