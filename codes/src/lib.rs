@@ -13,6 +13,7 @@
 //! | group | host-made | tool-made |
 //! | --- | --- | --- |
 //! | the call | [`UNKNOWN_TOOL`], [`INVALID_ARGS`] (the schema), [`CANCELLED`], [`TIMEOUT`], [`FUEL_EXHAUSTED`], [`MEMORY_LIMIT`], [`OUTPUT_LIMIT`], [`TRAP`], [`BAD_OUTPUT`], [`HOST_ERROR`], [`PERMISSION_DENIED`], [`JOURNAL_FAILED`], [`WRITE_QUOTA`] | [`INVALID_ARGS`] (well-typed but unusable arguments), [`TOOL_ERROR`] (a typed-export function's `result` error) |
+//! | MCP servers (`[servers.NAME]`) | [`SERVER_FAILED`] (could not start, stopped mid-call, backing off) | — |
 //! | the host's native tools | [`OUTPUT_NOT_FOUND`], [`OUTPUT_STORE_UNAVAILABLE`] (`read_output`), [`RUN_TESTS_BUSY`], [`TESTS_FAILED`] (`run_tests`) | — |
 //! | loading a plugin (a load error, not a call's) | [`CAPABILITY_DENIED`], [`IDENTITY_MISMATCH`], [`TOOL_LIST_TOO_LARGE`], [`DUPLICATE_TOOL`] | — |
 //! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`], [`NO_SPACE`]; `read_file`: [`FILE_TOO_LARGE`] (an image over 5 MiB); `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`]; the changing tools: [`STALE_FILE`], [`IS_SYMLINK`], [`ALREADY_EXISTS`], [`ARTIFACT_NOT_FOUND`] |
@@ -48,8 +49,13 @@ pub const BAD_OUTPUT: &str = "bad_output";
 pub const HOST_ERROR: &str = "host_error";
 /// The permissions refused the call and the tool did not run: the message names the rule or path.
 pub const PERMISSION_DENIED: &str = "permission_denied";
-/// A typed-export function returned the error case of its `result<_, E>`: the message is `E`.
+/// A typed-export function returned the error case of its `result<_, E>`, or an MCP server's tool answered
+/// with an error (`isError`, a JSON-RPC error): the message is what it said.
 pub const TOOL_ERROR: &str = "tool_error";
+/// The MCP server behind the tool failed: it could not be started, stopped during the call (exited, was killed at
+/// a limit, broke its stream) or is in its restart back-off; the message says which. It is started again on the
+/// next call (after the back-off).
+pub const SERVER_FAILED: &str = "server_failed";
 /// The call wrote more to files than its write quota (`write-mib`) allows, and the write past it failed: write less, or raise the quota.
 pub const WRITE_QUOTA: &str = "write_quota";
 
@@ -192,6 +198,7 @@ pub const ALL: &[&str] = &[
     WRITE_QUOTA,
     JOURNAL_FAILED,
     TOOL_ERROR,
+    SERVER_FAILED,
     OUTPUT_NOT_FOUND,
     OUTPUT_STORE_UNAVAILABLE,
     RUN_TESTS_BUSY,

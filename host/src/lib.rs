@@ -40,6 +40,7 @@ pub mod policy;
 mod protect;
 mod sandbox;
 mod serve;
+mod servers;
 #[cfg(test)]
 mod test_support;
 
@@ -80,4 +81,11 @@ pub use serve::approve_state::{StateKey, StateKeyError};
 pub use serve::http::{BearerToken, HttpError, HttpServer, HttpSettings};
 pub use serve::mcp::ToolhostServer;
 pub use serve::stdio::serve_stdio;
+pub use servers::{Refused, ReportedTool, ServerReport};
+
+/// An MCP server's command as the host resolves it (`toolhost add-server`): the
+/// program, the entry file its `sha256` pins, that file's digest.
+pub mod server_command {
+    pub use crate::servers::{entry_file, find_program, sha256_file};
+}
 pub use tokio_util::sync::CancellationToken;

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 
 const LAYERS: &[&str] = &[
-    "serve", "call", "hooks", "journal", "native", "load", "output", "policy", "oci", "sandbox", "imports",
-    "engine", "protect", "bindings", "limits", "dirs", "error",
+    "serve", "call", "hooks", "journal", "native", "servers", "load", "output", "policy", "oci", "sandbox",
+    "imports", "engine", "protect", "bindings", "limits", "dirs", "error",
 ];
 
 type Module = Vec<String>;

@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|typed|http|scale|oci ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -9,6 +9,7 @@
 //! feels.
 
 mod oci;
+mod servers;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -83,6 +84,9 @@ fn main() {
         }
         if wants("http") {
             http().await;
+        }
+        if wants("servers") {
+            servers::servers().await;
         }
     });
     if wants("list") {

@@ -483,7 +483,8 @@ async fn the_builtins_declare_their_effects() {
     ]
     .into_iter()
     .map(|name| {
-        let spec = host.registry().get(name).unwrap_or_else(|| panic!("no builtin {name}")).spec();
+        let registry = host.registry();
+        let spec = registry.get(name).unwrap_or_else(|| panic!("no builtin {name}")).spec();
         (name, spec.read_only, spec.destructive)
     })
     .collect();

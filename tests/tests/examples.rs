@@ -253,8 +253,9 @@ async fn the_library_loads_both_examples_beside_the_builtins() {
     for name in ["csv_summary", "markdown_outline", "read_file"] {
         assert!(defs.iter().any(|d| d.name == name), "{name} missing");
     }
+    let registry = host.registry();
     for name in ["csv_summary", "markdown_outline"] {
-        let spec = host.registry().iter().map(|t| t.spec()).find(|s| s.name == name).expect(name);
+        let spec = registry.iter().map(|t| t.spec()).find(|s| s.name == name).expect(name);
         assert!(spec.read_only && !spec.destructive, "{name}");
         assert_eq!(spec.parameters["additionalProperties"], false, "{name}");
     }

@@ -105,7 +105,7 @@ async fn each_function_is_a_tool_with_a_derived_schema_and_its_doc_comment() {
     // Every schema is valid JSON Schema, and a tool that is not told read-only is not.
     for d in &defs {
         jsonschema::validator_for(&d.parameters).unwrap_or_else(|e| panic!("{}: {e}", d.name));
-        let tool = host.registry().get(&d.name).unwrap();
+        let tool = host.registry().get(&d.name).unwrap().clone();
         assert!(!tool.spec().read_only && !tool.spec().destructive, "{}", d.name);
     }
     // A plain-text result has no typed output; the others have one, valid too.

@@ -343,7 +343,12 @@ impl HostBuilder {
             self.register_natives(&mut registry, &policy, &exec, &outputs, files)?;
         }
         if let Some(allow) = &self.allow {
-            let unknown = registry.retain(allow);
+            // A server's tools are known once it runs: their names are checked then.
+            let unknown: Vec<String> = registry
+                .retain(allow)
+                .into_iter()
+                .filter(|name| !name.starts_with(crate::servers::TOOL_PREFIX))
+                .collect();
             if !unknown.is_empty() {
                 return Err(LoadError::UnknownAllowed(unknown.join(", ")));
             }
@@ -367,6 +372,20 @@ impl HostBuilder {
                     .map_err(|e| LoadError::Journal(format!("{}: {e}", data.display())))?,
             ),
         };
+        let fetch = Arc::new(self.network.client());
+        let servers = (!policy.servers.is_empty()).then(|| {
+            let settings = exec.settings();
+            let host = crate::servers::HostSide {
+                work_dir: work_dir.clone(),
+                search: settings.search_path(),
+                path_var: settings.child_path(),
+                host_env: self.host_env.clone().unwrap_or_else(|| std::env::vars().collect()),
+                child_limits: settings.limits.clone(),
+                allow_private: self.network.allow_private,
+            };
+            let max_message = self.limits.output_bytes.saturating_mul(2).max(1 << 20);
+            crate::servers::Servers::new(&policy.servers, &host, exec.clone(), fetch.clone(), max_message)
+        });
         let shown = &policy.builtins.reveal;
         let redacted_env: Vec<(String, String)> =
             self.builtin_env(&policy).into_iter().filter(|(name, _)| !shown.contains(name)).collect();
@@ -379,12 +398,15 @@ impl HostBuilder {
             open_handles,
             engine,
             plugins: loaded,
-            registry,
+            base: Arc::new(registry.clone()),
+            registry: RwLock::new((0, Arc::new(registry))),
+            servers,
+            allow: self.allow.clone(),
             limits: self.limits,
             work_dir,
             outputs,
             slots,
-            fetch: Arc::new(self.network.client()),
+            fetch,
             network: self.network,
             permissions: RwLock::new(permissions),
             approver: self.approver,

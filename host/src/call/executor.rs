@@ -174,7 +174,8 @@ impl ToolResult {
 /// permissions: ready to run ([`Host::admit`], then [`Host::run_admitted`]).
 pub(crate) struct Admitted<'h> {
     call_id: String,
-    tool: &'h Tool,
+    tool: Arc<Tool>,
+    host: std::marker::PhantomData<&'h Host>,
     args: Value,
     cancel: CancellationToken,
     permission: PermissionNote,
@@ -200,8 +201,9 @@ impl Host {
         let host_limits = self.limits();
         let fail =
             |call_id: String, err: CallError| ToolResult::failed(self, call_id, err, host_limits, started);
-        let Some(tool) = self.registry().get(&call.name) else {
-            return Err(fail(call_id, unknown_tool(&call.name)).await);
+        let tool = match self.lookup(&call.name).await {
+            Ok(tool) => tool,
+            Err(err) => return Err(fail(call_id, err).await),
         };
         if call.cancel.is_cancelled() {
             return Err(fail(call_id, CallError::new(codes::CANCELLED, "")).await);
@@ -212,7 +214,7 @@ impl Host {
         };
         let mut pre = Pre::default();
         if !self.hooks.is_empty() {
-            let hook_call = self.hook_call(tool, &args, &call_id, &call.cancel);
+            let hook_call = self.hook_call(&tool, &args, &call_id, &call.cancel);
             pre = self.hooks.pre(hook_call, &|updated| tool.args().prepare(updated)).await;
             if let Some(updated) = pre.updated.take() {
                 args = updated;
@@ -229,7 +231,7 @@ impl Host {
         }
         let says = pre.says.take().unwrap_or(HookSays::Nothing);
         let approver = call.approver.as_ref();
-        let permission = match self.authorize(&call_id, tool, &args, &says, approver, &call.cancel).await {
+        let permission = match self.authorize(&call_id, &tool, &args, &says, approver, &call.cancel).await {
             Ok(mut note) => {
                 note.hooks = pre.notes;
                 note
@@ -239,7 +241,16 @@ impl Host {
                 return Err(fail(call_id, err).await.with_permission(note));
             }
         };
-        Ok(Admitted { call_id, tool, args, cancel: call.cancel, permission, context: pre.context, started })
+        Ok(Admitted {
+            call_id,
+            tool,
+            host: std::marker::PhantomData,
+            args,
+            cancel: call.cancel,
+            permission,
+            context: pre.context,
+            started,
+        })
     }
 
     fn hook_call<'a>(
@@ -256,7 +267,8 @@ impl Host {
     /// The stages after: run under the deadline and cancellation → redact → bound →
     /// store → clamp → post-tool-use hooks.
     pub(crate) async fn run_admitted(&self, admitted: Admitted<'_>) -> ToolResult {
-        let Admitted { call_id, tool, args, cancel, permission, context, started } = admitted;
+        let Admitted { call_id, tool, args, cancel, permission, context, started, .. } = admitted;
+        let tool = &*tool;
         let ticket = match self.journal_begin(&call_id, tool, &args) {
             Ok(ticket) => ticket,
             Err(err) => {
@@ -302,7 +314,7 @@ impl Host {
             return Ok(None);
         }
         let text = args.to_string();
-        let redactor = tool.plugin().map(|p| p.redactor()).unwrap_or(&self.native_redactor);
+        let redactor = tool.redactor().unwrap_or(&self.native_redactor);
         let preview = self.native_redactor.redact(&redactor.redact(&text)).into_owned();
         journal.begin(call_id, &tool.spec().name, &text, args, &preview).map(Some).map_err(|e| {
             CallError::new(
@@ -347,6 +359,21 @@ impl Host {
                     None => parts,
                 };
                 (parts, host_limits, redactor)
+            }
+            Runner::Server(server) => {
+                // Like a native tool's: the caller's task, the same deadline and
+                // cancellation; dropping the call cancels it upstream.
+                let deadline = Deadline::after(host_limits.deadline_for(tool.spec().timeout_ms));
+                let ctx = NativeCall { call_id: &call_id, cancel, deadline: deadline.at };
+                let out = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => Err(CallError::new(codes::CANCELLED, "")),
+                    _ = tokio::time::sleep_until(deadline.at.into()) => Err(deadline.exceeded()),
+                    out = server.call(args.clone(), ctx) => out,
+                };
+                let redactor = server.redactor();
+                let parts = out.map_err(|e| redact_error(redactor, e)).map(|out| redact(redactor, out));
+                (parts, host_limits, Some(redactor))
             }
             Runner::Wasm(plugin) | Runner::Typed(plugin, _) => {
                 let quota = Arc::new(WriteMeter::new(plugin.limits().write_bytes));
@@ -499,7 +526,7 @@ impl Host {
 
 /// The `unknown_tool` error for `name`: named whole when it could be a tool's name,
 /// else by its length and start.
-fn unknown_tool(name: &str) -> CallError {
+pub(crate) fn unknown_tool(name: &str) -> CallError {
     const SHOWN: usize = crate::load::spec::MAX_NAME_BYTES;
     if name.len() <= SHOWN {
         return CallError::new(codes::UNKNOWN_TOOL, name);

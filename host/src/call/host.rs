@@ -22,7 +22,15 @@ use crate::policy::{Approver, Decision, HookSays, Permissions, PolicyError, Rule
 pub struct Host {
     pub(crate) engine: Engine,
     pub(crate) plugins: Vec<Arc<Plugin>>,
-    pub(crate) registry: Registry,
+    /// The tools of the builtins, the plugins and the host itself.
+    pub(crate) base: Arc<Registry>,
+    /// `base` with the listed servers' tools, and the servers' tool version it was
+    /// made at (`call::servers`).
+    pub(crate) registry: RwLock<(u64, Arc<Registry>)>,
+    /// The policy's MCP servers (`None`: it names none).
+    pub(crate) servers: Option<crate::servers::Servers>,
+    /// The allow-list of tool names, when one was given (servers' tools too).
+    pub(crate) allow: Option<Vec<String>>,
     pub(crate) limits: Limits,
     pub(crate) work_dir: Option<PathBuf>,
     pub(crate) outputs: Arc<OutputStore>,
@@ -55,14 +63,16 @@ pub struct Host {
 
 impl Host {
     /// What a model is given: every tool's name, description and schema,
-    /// sorted by name.
+    /// sorted by name (an MCP server's tools once it was started:
+    /// [`Host::start_servers`]).
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        self.registry.definitions()
+        self.registry().definitions()
     }
 
-    /// The registered tools.
-    pub fn registry(&self) -> &Registry {
-        &self.registry
+    /// The registered tools, as they are now: the builtins', the plugins', the
+    /// host's own, and those of the MCP servers listed so far.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.current_registry()
     }
 
     /// The loaded plugins (builtins first, in load order).

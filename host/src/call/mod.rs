@@ -2,7 +2,7 @@
 //! [`builder::HostBuilder`], and the one call pipeline ([`executor`]):
 //! lookup → cancelled? → args → [`authorize`] → run under deadline and
 //! cancellation → redact → bound → store → clamp. [`batch`] runs a model turn's
-//! calls.
+//! calls; [`servers`] joins the MCP servers' tools as they are listed.
 
 pub(crate) mod authorize;
 pub(crate) mod batch;
@@ -10,3 +10,4 @@ pub(crate) mod builder;
 pub(crate) mod executor;
 pub(crate) mod host;
 pub(crate) mod ids;
+pub(crate) mod servers;

@@ -13,6 +13,10 @@ use super::HostArgs;
 /// `toolhost list`
 pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitCode> {
     let host = args.build(false, false).await?;
+    // The MCP servers' tools are known once they run.
+    for (server, error) in host.start_servers().await {
+        eprintln!("toolhost: MCP server {server} not started: {error}");
+    }
     let mut out = std::io::stdout().lock();
     if as_json {
         let tools: Vec<Value> = host
@@ -145,6 +149,11 @@ pub(crate) async fn serve(args: &HostArgs, serve: &super::ServeArgs) -> anyhow::
     let builder = serve.store(args.builder(false, true)?)?;
     let host = std::sync::Arc::new(builder.build().await?);
     super::journal::warn_indeterminate(&host);
+    if serve.eager {
+        for (server, error) in host.start_servers().await {
+            eprintln!("toolhost: MCP server {server} not started: {error}");
+        }
+    }
     let server = toolhost::ToolhostServer::new(host.clone()).with_approvals(serve.approvals(&host, key));
     let Some(settings) = http else {
         toolhost::serve_stdio(server).await?;

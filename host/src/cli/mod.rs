@@ -8,6 +8,7 @@ mod plugins;
 mod publish;
 mod registry;
 mod remote;
+mod servers;
 mod trust;
 
 use std::path::PathBuf;
@@ -58,15 +59,24 @@ enum Command {
         http: Box<ServeArgs>,
     },
     /// Show a component's tools, imports, what they ask for and its sha256, and the
-    /// policy entry `add` would write, without writing anything.
+    /// policy entry `add` would write, without writing anything; or with --server
+    /// NAME, what the policy's MCP server NAME offers (it is started, confined) and
+    /// how it is confined.
     Inspect {
         /// The component file.
-        file: PathBuf,
+        #[arg(required_unless_present = "server")]
+        file: Option<PathBuf>,
+        /// The policy's MCP server to inspect ([servers.NAME]).
+        #[arg(long, value_name = "NAME", conflicts_with = "file")]
+        server: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         entry: plugins::EntryArgs,
+        /// With --server: let its proxy reach private and loopback addresses.
+        #[arg(long, requires = "server")]
+        allow_private_network: bool,
     },
     /// Approve a component: inspect it, show what it asks for, and write its policy
     /// entry (source, sha256, grants) to the policy file. SOURCE is a file,
@@ -104,6 +114,10 @@ enum Command {
     /// Push a component to a registry in the wasm OCI layout, signed with --key:
     /// toolhost publish FILE.wasm oci://HOST[:PORT]/REPO:TAG [--key PREFIX.key].
     Publish(publish::PublishArgs),
+    /// Approve an MCP server: start it confined, show its tools and sandbox, and
+    /// write its [servers.NAME] entry (the entry file's sha256 pinned):
+    /// toolhost add-server NAME -- PROG ARGS…
+    AddServer(servers::AddServerArgs),
     /// Trust the work dir's policy file as it is now: record its sha256 outside the
     /// work dir. A toolhost.toml inside the work dir that grants anything takes effect
     /// only when its exact bytes are trusted (a tool or a cloned repository may have
@@ -242,6 +256,10 @@ pub(crate) struct ServeArgs {
     /// Seconds a client has to answer an approval question (default 300).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     approval_timeout: Option<u64>,
+    /// Start the policy's MCP servers before serving (default: at the first
+    /// tools/list or call that needs them).
+    #[arg(long)]
+    eager: bool,
 }
 
 /// `HOST:PORT` as a `Host` header carries it: a name or address and a port, nothing else.
@@ -440,7 +458,15 @@ pub(crate) fn main() -> ExitCode {
             Command::Call { name, args, host, json } => {
                 commands::call(&host, &name, args.as_deref(), json).await
             }
-            Command::Inspect { file, json, entry } => plugins::inspect(&file, &entry, json).await,
+            Command::Inspect { file, server, json, entry, allow_private_network } => match (file, server) {
+                (_, Some(name)) => {
+                    let args = entry.policy_args(allow_private_network);
+                    servers::inspect(&name, &args, json).await
+                }
+                (Some(file), None) => plugins::inspect(&file, &entry, json).await,
+                (None, None) => unreachable!("clap requires FILE or --server"),
+            },
+            Command::AddServer(args) => servers::add(&args).await,
             Command::Add { source, entry, signers, registry } => {
                 if source.contains("://") {
                     remote::add(&source, &entry, &signers, &registry).await

@@ -51,7 +51,7 @@ pub(crate) struct EntryArgs {
     read_only: Vec<String>,
 }
 
-fn parse_fs(s: &str) -> Result<FsGrant, String> {
+pub(crate) fn parse_fs(s: &str) -> Result<FsGrant, String> {
     match s {
         "none" => Ok(FsGrant::None),
         "read" => Ok(FsGrant::Read),
@@ -61,6 +61,11 @@ fn parse_fs(s: &str) -> Result<FsGrant, String> {
 }
 
 impl EntryArgs {
+    /// Where `inspect --server` finds the server's entry.
+    pub(crate) fn policy_args(&self, allow_private_network: bool) -> super::servers::PolicyArgs {
+        super::servers::PolicyArgs::new(self.policy.clone(), self.work_dir.clone(), allow_private_network)
+    }
+
     pub(crate) fn policy_path(&self) -> PathBuf {
         self.policy.clone().unwrap_or_else(|| self.work_dir.join(POLICY_FILE))
     }

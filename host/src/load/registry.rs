@@ -1,6 +1,8 @@
 //! The registry: tool name → tool, duplicates refused, a stable sorted order
 //! (a stable tool list keeps a model provider's prompt cache warm), and an
-//! allow-list filter.
+//! allow-list filter. The tools of MCP servers (`crate::servers`) join it as they
+//! are listed: the host keeps the registry of its builtins and plugins, and makes a
+//! new one with the servers' tools beside them whenever a server's list changes.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::load::plugin::Plugin;
 use crate::load::spec::{ToolDefinition, ToolSpec};
+use crate::output::Parts;
+use crate::policy::Redactor;
 
 /// What runs a tool: a component, or the host itself.
 #[derive(Clone)]
@@ -23,6 +27,8 @@ pub(crate) enum Runner {
     Native(Arc<dyn NativeTool>),
     /// Function number `.1` of a typed-export component, run in a fresh sandbox per call.
     Typed(Arc<Plugin>, usize),
+    /// A tool of an MCP server: the call leaves the host (`crate::servers`).
+    Server(Arc<dyn ServerTool>),
 }
 
 /// One registered tool: its spec, its compiled argument schema, and what
@@ -43,15 +49,37 @@ impl Tool {
     pub fn plugin(&self) -> Option<&Arc<Plugin>> {
         match &self.runner {
             Runner::Wasm(plugin) | Runner::Typed(plugin, _) => Some(plugin),
-            Runner::Native(_) => None,
+            Runner::Native(_) | Runner::Server(_) => None,
         }
     }
 
-    /// Where the tool comes from: the plugin's name, or `builtin:host`.
+    /// Where the tool comes from: the plugin's name, `server:NAME` for an MCP
+    /// server's, or `builtin:host`.
     pub fn source(&self) -> &str {
         match &self.runner {
             Runner::Wasm(plugin) | Runner::Typed(plugin, _) => plugin.name(),
             Runner::Native(_) => NATIVE_SOURCE,
+            Runner::Server(tool) => tool.source(),
+        }
+    }
+
+    /// Whether a call may reach the network (a plugin with a network grant, a
+    /// server with hosts or a URL).
+    pub fn open_world(&self) -> bool {
+        match &self.runner {
+            Runner::Wasm(plugin) | Runner::Typed(plugin, _) => plugin.network().is_some(),
+            Runner::Native(_) => false,
+            Runner::Server(tool) => tool.open_world(),
+        }
+    }
+
+    /// What redacts its results beside the host's own redactor: its plugin's or
+    /// server's granted values.
+    pub(crate) fn redactor(&self) -> Option<&Redactor> {
+        match &self.runner {
+            Runner::Wasm(plugin) | Runner::Typed(plugin, _) => Some(plugin.redactor()),
+            Runner::Native(_) => None,
+            Runner::Server(tool) => Some(tool.redactor()),
         }
     }
 
@@ -89,7 +117,7 @@ fn name_prefix(plugin: &str) -> String {
 pub const NATIVE_SOURCE: &str = "builtin:host";
 
 /// Tools by name, in sorted order.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Registry {
     tools: BTreeMap<String, Arc<Tool>>,
 }
@@ -135,6 +163,31 @@ impl Registry {
     /// Register a tool the host implements.
     pub(crate) fn register_native(&mut self, tool: Arc<dyn NativeTool>) -> Result<(), LoadError> {
         self.register_all(vec![(tool.spec(), Runner::Native(tool))])
+    }
+
+    /// Register the tools of MCP servers, one by one and without changing their
+    /// schemas (kept whole, as the server sent them): a tool whose name is taken is
+    /// left out and returned with its error (`duplicate_tool`), as is one whose
+    /// schema does not compile.
+    pub(crate) fn register_servers(
+        &mut self,
+        tools: Vec<(ToolSpec, Arc<dyn ServerTool>)>,
+    ) -> Vec<(String, LoadError)> {
+        let mut refused = Vec::new();
+        for (spec, tool) in tools {
+            if self.tools.contains_key(&spec.name) {
+                refused.push((spec.name.clone(), LoadError::DuplicateTool(spec.name)));
+                continue;
+            }
+            match spec.compile_args() {
+                Ok(args) => {
+                    let tool = Tool { args, spec, runner: Runner::Server(tool) };
+                    self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
+                }
+                Err(e) => refused.push((spec.name, e)),
+            }
+        }
+        refused
     }
 
     fn register_all(&mut self, tools: Vec<(ToolSpec, Runner)>) -> Result<(), LoadError> {
@@ -196,6 +249,20 @@ impl Registry {
             })
             .collect()
     }
+}
+
+/// A tool of an MCP server the host runs or reaches (`crate::servers`): its calls
+/// leave the host, through the same pipeline as every other tool's.
+pub(crate) trait ServerTool: Send + Sync {
+    /// `server:NAME`.
+    fn source(&self) -> &str;
+    /// Redacts what its calls return (the server's granted values, secret shapes).
+    fn redactor(&self) -> &Redactor;
+    /// Whether it may reach the network.
+    fn open_world(&self) -> bool;
+    /// Run it with validated arguments; the caller holds the deadline and
+    /// cancellation (dropping the future cancels the call upstream).
+    fn call<'a>(&'a self, args: Value, call: NativeCall<'a>) -> BoxFuture<'a, Result<Parts, CallError>>;
 }
 
 /// What a native tool returns on success.

@@ -85,12 +85,7 @@ pub fn write_plugin_entry(path: &Path, draft: &PluginEntryDraft) -> Result<(), P
 /// The `[plugins]` table of `doc` (added, implicit, when missing); `None` when
 /// `plugins` is something else.
 fn plugins_table(doc: &mut DocumentMut) -> Option<&mut Table> {
-    let plugins = doc.entry("plugins").or_insert_with(|| {
-        let mut t = Table::new();
-        t.set_implicit(true);
-        Item::Table(t)
-    });
-    plugins.as_table_mut()
+    named_table(doc, "plugins")
 }
 
 /// Put `draft` into `plugins` as the table `plugins.NAME`, replacing any entry of
@@ -238,6 +233,84 @@ pub fn remove_plugin_entry(path: &Path, name: &str) -> Result<bool, PolicyError>
     }
     write_doc(path, &doc)?;
     Ok(true)
+}
+
+/// A `[servers.NAME]` entry to write (`toolhost add-server`).
+#[derive(Debug, Clone, Default)]
+pub struct ServerEntryDraft {
+    /// The entry's name.
+    pub name: String,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// The sha256 of its entry file, when it has one to pin.
+    pub sha256: Option<String>,
+    /// Its working directory, as it should appear (written only when set).
+    pub cwd: Option<String>,
+    /// What it may read besides the system dirs.
+    pub read_dirs: Vec<String>,
+    /// The work dir: none, read or read-write.
+    pub filesystem: FsGrant,
+    /// Hosts it may reach through its proxy.
+    pub network: Vec<String>,
+    /// Env names.
+    pub env: Vec<String>,
+    /// Its limits, as (key, value) (written only when there are some).
+    pub limits: Vec<(String, i64)>,
+}
+
+/// The entry `draft` as policy file text: a `[servers.NAME]` table, as
+/// [`write_server_entry`] writes it.
+pub fn server_entry_toml(draft: &ServerEntryDraft) -> String {
+    let mut doc = DocumentMut::new();
+    if let Some(servers) = named_table(&mut doc, "servers") {
+        insert_server(servers, draft);
+    }
+    doc.to_string()
+}
+
+/// Add (or replace) the entry `draft` in the policy file at `path` (created if
+/// missing); nothing is written when the result would not parse back.
+pub fn write_server_entry(path: &Path, draft: &ServerEntryDraft) -> Result<(), PolicyError> {
+    let mut doc = read_doc(path)?;
+    let Some(servers) = named_table(&mut doc, "servers") else {
+        return Err(write_err(path, "`servers` is not a table"));
+    };
+    insert_server(servers, draft);
+    write_doc(path, &doc)
+}
+
+/// The table `name` of `doc` (added, implicit, when missing); `None` when it is
+/// something else.
+fn named_table<'d>(doc: &'d mut DocumentMut, name: &str) -> Option<&'d mut Table> {
+    let table = doc.entry(name).or_insert_with(|| {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        Item::Table(t)
+    });
+    table.as_table_mut()
+}
+
+fn insert_server(servers: &mut Table, draft: &ServerEntryDraft) {
+    let mut entry = Table::new();
+    entry.insert("command", value(draft.command.iter().collect::<Array>()));
+    if let Some(sha) = &draft.sha256 {
+        entry.insert("sha256", value(sha));
+    }
+    if let Some(cwd) = &draft.cwd {
+        entry.insert("cwd", value(cwd));
+    }
+    entry.insert("read-dirs", value(draft.read_dirs.iter().collect::<Array>()));
+    entry.insert("filesystem", value(draft.filesystem.as_str()));
+    entry.insert("network", value(draft.network.iter().collect::<Array>()));
+    entry.insert("env", value(draft.env.iter().collect::<Array>()));
+    if !draft.limits.is_empty() {
+        let mut limits = toml_edit::InlineTable::new();
+        for (key, n) in &draft.limits {
+            limits.insert(key, (*n).into());
+        }
+        entry.insert("limits", value(limits));
+    }
+    servers.insert(&draft.name, Item::Table(entry));
 }
 
 /// Add `rule` to `[permissions] allow` in the policy file at `path` (created if
@@ -395,6 +468,39 @@ mod tests {
             assert!(!err.contains('\u{1b}'), "{err:?}");
             assert_eq!(std::fs::read_to_string(&path).unwrap(), "# mine\n");
         }
+    }
+
+    #[test]
+    fn a_server_entry_is_written_and_parses_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        std::fs::write(&path, "# mine\n").unwrap();
+        let draft = ServerEntryDraft {
+            name: "mem".into(),
+            command: vec!["node".into(), format!("/opt/{ODD}/index.js")],
+            sha256: Some("cd".repeat(32)),
+            cwd: None,
+            read_dirs: vec!["/opt".into()],
+            filesystem: FsGrant::ReadWrite,
+            network: vec!["api.example.com".into()],
+            env: vec!["MEMORY_FILE_PATH".into()],
+            limits: vec![("processes".into(), 8)],
+        };
+        let shown = server_entry_toml(&draft);
+        assert!(shown.starts_with("[servers.mem]\n"), "{shown}");
+        write_server_entry(&path, &draft).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("# mine\n"), "{text}");
+        let policy = super::super::Policy::load(&path).unwrap();
+        let [entry] = &policy.servers[..] else { panic!("{:?}", policy.servers) };
+        let super::super::servers::ServerTransport::Stdio(stdio) = &entry.transport else { panic!() };
+        assert_eq!(stdio.command, draft.command);
+        assert_eq!(stdio.sha256, draft.sha256);
+        assert_eq!(stdio.filesystem, FsGrant::ReadWrite);
+        assert_eq!(entry.limits.processes, Some(8));
+        let bad = ServerEntryDraft { name: "a b".into(), command: vec!["x".into()], ..draft };
+        assert!(write_server_entry(&path, &bad).unwrap_err().to_string().contains("server name \"a b\""));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     }
 
     #[test]

@@ -30,6 +30,8 @@ struct RawPolicy {
     #[serde(default)]
     hooks: Vec<RawHook>,
     trust: Option<super::remote::RawTrust>,
+    #[serde(default)]
+    servers: BTreeMap<Spanned<String>, super::servers::RawServer>,
 }
 
 #[derive(Deserialize, Default)]
@@ -182,6 +184,21 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
     for (name, test) in &raw.tests {
         tests.push(test.parse(name.get_ref()).map_err(|(span, e)| at(span, e))?);
     }
+    let mut servers: Vec<super::servers::ServerEntry> = Vec::new();
+    for (name, server) in raw.servers {
+        let entry = server.parse(&name, base).map_err(|(span, e)| at(span, e))?;
+        if let Some(other) = servers.iter().find(|s| s.tool_part() == entry.tool_part()) {
+            let why = format!(
+                "servers.{}: its tools would be named mcp__{}__… as those of servers.{} are ({})",
+                entry.name,
+                entry.tool_part(),
+                other.name,
+                crate::error::codes::DUPLICATE_TOOL
+            );
+            return Err(at(name.span(), why));
+        }
+        servers.push(entry);
+    }
     let hooks =
         raw.hooks.iter().map(|h| h.parse(base).map_err(|(span, e)| at(span, e))).collect::<Result<_, _>>()?;
     Ok(Policy {
@@ -202,6 +219,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         exec,
         tests,
         hooks,
+        servers,
     })
 }
 

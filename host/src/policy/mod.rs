@@ -40,12 +40,12 @@
 //!
 //! The builtins' variables and programs, child limits and test profiles are in
 //! [`exec`] (`[builtins]`, `[exec]`, `[tests.NAME]`); pre- and post-tool-use hooks
-//! in [`hooks`] (`[[hooks]]`).
+//! in [`hooks`] (`[[hooks]]`); MCP servers in [`servers`] (`[servers.NAME]`).
 //!
 //! Modules: `file` (parsing), [`sources`] (which files, trust, merging), [`trust`]
 //! (the config dir: private policies and trust records), [`rules`], [`shell`]
 //! (command lines for rules and the safe list),
-//! [`permissions`], `approver`, [`env`](mod@env), [`redact`], [`grants`], `limits` (the overrides of a
+//! [`servers`], [`permissions`], `approver`, [`env`](mod@env), [`redact`], [`grants`], `limits` (the overrides of a
 //! plugin entry and the CLI's flags: [`LimitOverrides`]), `edit` (writing entries and
 //! rules back, comments kept).
 
@@ -62,6 +62,7 @@ pub mod permissions;
 pub mod redact;
 mod remote;
 pub mod rules;
+pub mod servers;
 pub mod shell;
 pub mod sources;
 pub mod trust;
@@ -71,8 +72,8 @@ use std::path::{Path, PathBuf};
 pub use crate::error::PolicyError;
 pub use approver::{Approval, ApprovalRequest, Approver};
 pub use edit::{
-    PluginEntryDraft, RemoteDraft, add_allow_rule, plugin_entry_toml, remove_plugin_entry, set_plugin_source,
-    write_plugin_entry,
+    PluginEntryDraft, RemoteDraft, ServerEntryDraft, add_allow_rule, plugin_entry_toml, remove_plugin_entry,
+    server_entry_toml, set_plugin_source, write_plugin_entry, write_server_entry,
 };
 pub use exec::{BuiltinsPolicy, TestProfile};
 pub use hooks::{HookAction, HookEntry, HookEvent};
@@ -213,6 +214,8 @@ pub struct Policy {
     pub tests: Vec<TestProfile>,
     /// What runs before and after calls, in file order (project first).
     pub hooks: Vec<HookEntry>,
+    /// MCP servers whose tools join the registry (`[servers.NAME]`).
+    pub servers: Vec<servers::ServerEntry>,
 }
 
 impl Policy {

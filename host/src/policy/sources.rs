@@ -100,6 +100,10 @@ impl Policy {
             let names: Vec<&str> = self.tests.iter().map(|t| t.name.as_str()).collect();
             widens.push(format!("test profiles ({})", names.join(", ")));
         }
+        if !self.servers.is_empty() {
+            let entries: Vec<String> = self.servers.iter().map(|s| s.widening()).collect();
+            widens.push(format!("servers ({}: programs that run with their tools)", entries.join("; ")));
+        }
         if !self.hooks.is_empty() {
             let labels: Vec<String> = self.hooks.iter().map(|h| h.label()).collect();
             widens.push(format!("hooks ({}: programs that run and may allow calls)", labels.join(", ")));
@@ -124,6 +128,9 @@ impl Policy {
         }
         if let Some(t) = private.tests.iter().find(|t| self.tests.iter().any(|q| q.name == t.name)) {
             return Err(clash("test profile", &t.name));
+        }
+        if let Some(s) = private.servers.iter().find(|s| self.servers.iter().any(|q| q.name == s.name)) {
+            return Err(clash("server", &s.name));
         }
         if private.sections.mode {
             self.mode = private.mode;
@@ -152,6 +159,7 @@ impl Policy {
         self.plugins.extend(private.plugins);
         self.tests.extend(private.tests);
         self.hooks.extend(private.hooks);
+        self.servers.extend(private.servers);
         self.files.extend(private.files);
         Ok(self)
     }

@@ -4,7 +4,10 @@
 //!
 //! - `tools/list`: every registered tool, sorted by name, with its argument
 //!   schema as `inputSchema`, the shared `outputSchema` and hints from its
-//!   spec. The list is built once, when the server is created.
+//!   spec. The list is built from the host's registry and rebuilt when that
+//!   changes: the policy's MCP servers are started at the first `tools/list`
+//!   (or before, with `serve --eager`), and when one's tools change every
+//!   client that finished `initialize` gets `notifications/tools/list_changed`.
 //! - `tools/call`: one [`Host::execute`]. A tool's failure (unknown tool, bad
 //!   arguments, limits, cancellation) is a result with `isError: true` whose
 //!   text starts with the error code, never a JSON-RPC error: the model reads
@@ -31,7 +34,7 @@ use rmcp::model::{
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
@@ -47,33 +50,36 @@ pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 const INSTRUCTIONS: &str = "Each tool runs in a fresh WebAssembly sandbox that sees only the work directory; \
 a failed call's text starts with an error code (such as path_escape or timeout) that says what to fix.";
 
-/// Whether a tool may reach outside the work directory: its plugin imports
-/// `fetch` and holds a network grant (`wasi:sockets` and `wasi:http` are
-/// refused at load, so this is the only way out).
-fn open_world(tool: &crate::load::registry::Tool) -> bool {
-    tool.plugin().is_some_and(|p| p.network().is_some())
-}
-
 /// An [`rmcp::ServerHandler`] over a [`Host`]: serve it over any rmcp
 /// transport (`ToolhostServer::new(host).serve(transport)` with
 /// [`rmcp::ServiceExt`]), or use [`serve_stdio`](super::stdio::serve_stdio).
 #[derive(Clone)]
 pub struct ToolhostServer {
     host: Arc<Host>,
-    tools: Arc<[Tool]>,
+    tools: Arc<std::sync::Mutex<Listed>>,
     approvals: Approvals,
+}
+
+/// The MCP tool list, and the registry it was made from.
+struct Listed {
+    registry: Arc<crate::load::registry::Registry>,
+    tools: Arc<[Tool]>,
+}
+
+/// The MCP tools of `registry`, sorted by name. A tool may reach outside the work
+/// directory (`openWorldHint`) when its plugin holds a network grant (`wasi:sockets`
+/// is refused at load, so fetch is the only way out) or its server may reach one.
+fn listed(registry: Arc<crate::load::registry::Registry>) -> Listed {
+    let tools =
+        registry.iter().map(|tool| mcp_tool(tool.spec(), tool.open_world(), tool.output_schema())).collect();
+    Listed { registry, tools }
 }
 
 impl ToolhostServer {
     /// A server for `host`'s tools, asking clients with
-    /// [`Approvals::for_host`] (a key of this process's own). The MCP tool
-    /// list is built here, once.
+    /// [`Approvals::for_host`] (a key of this process's own).
     pub fn new(host: Arc<Host>) -> Self {
-        let tools = host
-            .registry()
-            .iter()
-            .map(|tool| mcp_tool(tool.spec(), open_world(tool), tool.output_schema()))
-            .collect();
+        let tools = Arc::new(std::sync::Mutex::new(listed(host.registry())));
         let approvals = Approvals::for_host(&host);
         Self { host, tools, approvals }
     }
@@ -89,9 +95,14 @@ impl ToolhostServer {
         &self.host
     }
 
-    /// The tools as MCP clients see them, sorted by name.
-    pub fn tools(&self) -> &[Tool] {
-        &self.tools
+    /// The tools as MCP clients see them now, sorted by name.
+    pub fn tools(&self) -> Arc<[Tool]> {
+        let registry = self.host.registry();
+        let mut cached = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        if !Arc::ptr_eq(&cached.registry, &registry) {
+            *cached = listed(registry);
+        }
+        cached.tools.clone()
     }
 
     /// Run one call and turn its outcome into an MCP result; while it runs,
@@ -165,9 +176,23 @@ impl Drop for AbortOnDrop {
 
 impl ServerHandler for ToolhostServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Forward the MCP servers' list changes to this client until it is gone.
+        let Some(mut changes) = self.host.tools_changed() else { return };
+        let peer = context.peer;
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if let Err(error) = peer.notify_tool_list_changed().await {
+                    tracing::debug!(%error, "tools/list_changed not sent; the client is gone");
+                    return;
+                }
+            }
+        });
     }
 
     async fn list_tools(
@@ -175,12 +200,17 @@ impl ServerHandler for ToolhostServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+        // The servers' tools are known once they run: start the ones not running.
+        for (server, error) in self.host.start_servers().await {
+            tracing::warn!(server, "MCP server not started: {error}");
+        }
+        Ok(ListToolsResult::with_all_items(self.tools().to_vec()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let index = self.tools.binary_search_by(|tool| tool.name.as_ref().cmp(name)).ok()?;
-        Some(self.tools[index].clone())
+        let tools = self.tools();
+        let index = tools.binary_search_by(|tool| tool.name.as_ref().cmp(name)).ok()?;
+        Some(tools[index].clone())
     }
 
     async fn call_tool(

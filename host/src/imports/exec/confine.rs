@@ -6,8 +6,10 @@
 //! Order, in the child: join the call's pids cgroup → die with the host
 //! (`PR_SET_PDEATHSIG`) → `setsid` (own session and process group) → rlimits → new
 //! user, network and mount namespaces, the user namespace mapping the host's own
-//! uid and gid (before Landlock: the kernel refuses the map writes under it) → the
-//! child's own root (`super::mounts`) → every capability dropped (the bounding
+//! uid and gid (before Landlock: the kernel refuses the map writes under it) → for
+//! a resident child with a network grant, its loopback brought up and a listener on
+//! it handed to the host ([`Loopback`]: the host serves a proxy *inside* the
+//! child's namespace) → the child's own root (`super::mounts`) → every capability dropped (the bounding
 //! set, ambient and inheritable ones, and `SECBIT_NOROOT`, so that uid 0 in the
 //! namespace gains none at `exec`) → `no_new_privs` → Landlock → seccomp (what
 //! Landlock does not cover: set-uid bits, `mknod`, and mode/owner/time changes in
@@ -110,6 +112,20 @@ pub(crate) struct ChildSetup {
     pub nproc: Option<u64>,
     /// The seccomp program (address and length of a program the parent keeps alive).
     pub seccomp: Option<(usize, u16)>,
+    /// In the new network namespace: bring `lo` up and hand the host a listener on it.
+    pub loopback: Option<Loopback>,
+}
+
+/// A listening TCP socket on `127.0.0.1:port` inside a child's own network
+/// namespace, made by the child before `exec` and sent to the host over `channel`
+/// (its end of a unix socket pair, `SCM_RIGHTS`). The host accepts on it from its
+/// own namespace: the only way out of the child's.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Loopback {
+    /// The port, inside the child's namespace.
+    pub port: u16,
+    /// The child's end of the socket pair.
+    pub channel: RawFd,
 }
 
 impl ChildSetup {
@@ -128,6 +144,7 @@ impl ChildSetup {
             file_size_bytes: limits.file_size_bytes,
             nproc: None,
             seccomp: None,
+            loopback: None,
         }
     }
 
@@ -183,6 +200,13 @@ impl ChildSetup {
             if let Some(n) = self.nproc {
                 limit(libc::RLIMIT_NPROC, n, n)?;
             }
+            // Needs CAP_NET_ADMIN in the new namespaces: before the capabilities go.
+            // Only ever in a namespace of the child's own: never the host's `lo`.
+            if self.namespaces
+                && let Some(loopback) = &self.loopback
+            {
+                listen_inside(loopback)?;
+            }
             for op in &self.mounts {
                 run(op)?;
             }
@@ -203,6 +227,90 @@ impl ChildSetup {
             check(libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC))?;
         }
         Ok(())
+    }
+}
+
+/// A control buffer for one descriptor, aligned for `cmsghdr`.
+#[repr(C, align(8))]
+struct FdControl([u8; 64]);
+
+/// Bring the namespace's `lo` up, listen on `127.0.0.1:port` and send the socket
+/// over `channel`. Child only: system calls on stack values.
+fn listen_inside(loopback: &Loopback) -> io::Result<()> {
+    // SAFETY: socket, ioctl, bind, listen, sendmsg and close on descriptors this
+    // function opened (or the channel the parent handed in) and on stack values
+    // that outlive each call; CMSG_* compute offsets inside the stack buffer.
+    unsafe {
+        let ctl = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        check(ctl.into())?;
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        ifr.ifr_name[0] = b'l' as libc::c_char;
+        ifr.ifr_name[1] = b'o' as libc::c_char;
+        let mut up = check(libc::ioctl(ctl, libc::SIOCGIFFLAGS, &mut ifr).into());
+        if up.is_ok() {
+            ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            up = check(libc::ioctl(ctl, libc::SIOCSIFFLAGS, &ifr).into());
+        }
+        libc::close(ctl);
+        up?;
+        let sock = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        check(sock.into())?;
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: loopback.port.to_be(),
+            sin_addr: libc::in_addr { s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be() },
+            sin_zero: [0; 8],
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let mut made = check(libc::bind(sock, (&raw const addr).cast(), len).into());
+        if made.is_ok() {
+            made = check(libc::listen(sock, 128).into());
+        }
+        if made.is_ok() {
+            let mut byte = [0u8; 1];
+            let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+            let mut control = FdControl([0; 64]);
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.0.as_mut_ptr().cast();
+            msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
+            let cmsg = libc::CMSG_FIRSTHDR(&msg);
+            (*cmsg).cmsg_level = libc::SOL_SOCKET;
+            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
+            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), sock);
+            made = check(libc::sendmsg(loopback.channel, &msg, libc::MSG_NOSIGNAL) as libc::c_long);
+        }
+        libc::close(sock);
+        made
+    }
+}
+
+/// The descriptor a child sent over `channel` ([`Loopback`]), without waiting: the
+/// child sent it before `exec`, so by the time the spawn returned it is there.
+pub(crate) fn receive_fd(channel: &std::os::unix::net::UnixStream) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: recvmsg into stack buffers that outlive the call; the descriptor read
+    // out of the control message is a new one the kernel installed for this process,
+    // owned from here on.
+    unsafe {
+        let mut byte = [0u8; 1];
+        let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+        let mut control = FdControl([0; 64]);
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.0.as_mut_ptr().cast();
+        msg.msg_controllen = control.0.len();
+        let got = libc::recvmsg(channel.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC);
+        check(got as libc::c_long)?;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if cmsg.is_null() || (*cmsg).cmsg_level != libc::SOL_SOCKET || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "the child sent no descriptor"));
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
+        Ok(std::os::fd::OwnedFd::from_raw_fd(fd))
     }
 }
 

@@ -59,7 +59,7 @@ impl ExecGrant {
 
 /// The first executable file named `name` in `search`, canonical, and not inside
 /// `work_dir`.
-fn find(name: &str, search: &[PathBuf], work_dir: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn find(name: &str, search: &[PathBuf], work_dir: Option<&Path>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     for dir in search {
         let Ok(path) = dir.join(name).canonicalize() else { continue };

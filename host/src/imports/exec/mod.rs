@@ -62,7 +62,7 @@
 //! `mounts` (the child's root, planned in the parent), `protect_walk` and
 //! `protect_check` (protected paths before and after), [`cgroup`], `capture`
 //! (head + tail of a stream), `request` (what to run, and the cwd check), [`spawn`] (one child, start to reaped), [`table`]
-//! (what `process_list` shows), `host` (the WIT glue).
+//! (what `process_list` shows), `host` (the WIT glue), `resident` (a child that lives across calls: an MCP server).
 
 mod capture;
 pub(crate) mod cgroup;
@@ -75,14 +75,16 @@ mod mounts;
 mod protect_check;
 mod protect_walk;
 mod request;
+mod resident;
 mod runtime;
 mod seccomp;
 pub(crate) mod spawn;
 pub(crate) mod table;
 
 pub use grant::ExecGrant;
-pub(crate) use grant::ResolvedGrant;
+pub(crate) use grant::{ResolvedGrant, find as find_program};
 pub(crate) use request::{SpawnRequest, resolve_cwd};
+pub(crate) use resident::ResidentSpec;
 pub(crate) use runtime::ExecAccess;
 pub use runtime::ExecRuntime;
 pub use table::{ProcessInfo, ProcessState};

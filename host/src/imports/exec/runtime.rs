@@ -287,6 +287,33 @@ impl ExecRuntime {
     pub fn work_dir(&self) -> Option<&Path> {
         self.work_dir.as_deref()
     }
+
+    /// What a resident child shares with the calls' children (`super::resident`):
+    /// the host's cgroup, its user namespace maps, the highest capability. Probes
+    /// the confinement on first use.
+    pub(super) fn shared(&self) -> Result<Shared<'_>, String> {
+        let confinement = self.confinement().map_err(str::to_owned)?;
+        Ok(Shared {
+            cgroup: confinement.cgroup.as_ref(),
+            ids: &confinement.ids,
+            last_cap: confinement.last_cap,
+        })
+    }
+
+    /// The protected paths and the listing cache a walk for them uses.
+    pub(super) fn protected_paths(&self) -> Option<(Arc<Protected>, ListingCache)> {
+        self.protected().map(|p| (p, self.listing.clone()))
+    }
+}
+
+/// What a resident child shares with the calls' children.
+pub(super) struct Shared<'a> {
+    /// The host's pids cgroup.
+    pub(super) cgroup: Option<&'a CgroupRoot>,
+    /// The user namespace maps.
+    pub(super) ids: &'a IdMaps,
+    /// The highest capability number.
+    pub(super) last_cap: u32,
 }
 
 /// Start `true` fully confined once: a kernel without user namespaces (or one that
