@@ -6,8 +6,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 pub mod net;
-pub mod servers;
 pub mod registry;
+pub mod servers;
 
 pub use toolhost;
 

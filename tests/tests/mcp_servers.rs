@@ -514,7 +514,8 @@ async fn an_http_server_is_reached_through_the_pinned_client_only() {
         .unwrap();
     let mut settings = toolhost::HttpSettings::new("127.0.0.1:0".parse().unwrap());
     settings.token = Some(toolhost::BearerToken::new(TOKEN).unwrap());
-    let server = toolhost::HttpServer::bind(Arc::new(remote), settings).await.unwrap();
+    let server =
+        toolhost::HttpServer::bind(toolhost::ToolhostServer::new(Arc::new(remote)), settings).await.unwrap();
     let url = format!("http://{}/mcp", server.local_addr());
     let serving = tokio::spawn(server.run());
     let policy =

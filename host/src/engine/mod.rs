@@ -136,7 +136,9 @@ impl Engine {
             #[allow(unsafe_code)]
             match unsafe { Component::deserialize(&self.inner, precompiled) } {
                 Ok(component) => return Ok(LoadedComponent { component, from_cache: true }),
-                Err(err) => tracing::debug!("compiling a builtin: its precompiled code does not fit: {err:#}"),
+                Err(err) => {
+                    tracing::debug!("compiling a builtin: its precompiled code does not fit: {err:#}")
+                }
             }
         }
         self.component(bytes, sha256)

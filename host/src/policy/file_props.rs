@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use crate::test_support::proptest_config as config;
 
 use crate::policy::rules::props::{Parts, fault, parts, soup};
-use crate::policy::{Mode, Policy, PolicyError, Rule};
+use crate::policy::{EntrySource, Mode, Policy, PolicyError, Rule};
 
 const PATH: &str = "/p/toolhost.toml";
 
@@ -247,7 +247,7 @@ proptest! {
         prop_assert_eq!(policy.plugins.len(), 1);
         prop_assert_eq!(&policy.plugins[0].name, &good.plugin);
         prop_assert_eq!(&policy.plugins[0].sha256, &good.sha256.to_ascii_lowercase());
-        prop_assert_eq!(&policy.plugins[0].source, &Path::new("/p/tools/x.wasm").to_path_buf());
+        prop_assert_eq!(&policy.plugins[0].source, &EntrySource::File(Path::new("/p/tools/x.wasm").to_path_buf()));
         prop_assert_eq!(policy.hooks.len(), 1);
     }
 
