@@ -33,7 +33,11 @@ fn modules(src: &Path) -> BTreeMap<Module, PathBuf> {
             }
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             // Test-only files (`#[cfg(test)] #[path = …]`).
-            if !name.ends_with(".rs") || name.ends_with("_tests.rs") || name == "test_support.rs" {
+            if !name.ends_with(".rs")
+                || name.ends_with("_tests.rs")
+                || name.ends_with("_props.rs")
+                || name == "test_support.rs"
+            {
                 continue;
             }
             let mut module: Module = rel

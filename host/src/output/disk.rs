@@ -26,7 +26,7 @@ use std::time::SystemTime;
 use sha2::{Digest, Sha256};
 
 use super::Part;
-use super::store::Stored;
+use super::stored::Stored;
 use crate::protect::hostfs;
 
 /// The prefix of temp files being written.

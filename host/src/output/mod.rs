@@ -15,11 +15,13 @@ mod image;
 mod parts;
 mod redis;
 mod store;
+mod stored;
 
 pub use image::{IMAGE_KEY, Image, MAX_IMAGE_BYTES};
 pub(crate) use parts::{Metadata, Parts, bound_error};
 pub(crate) use store::DISK_MAX_FILES;
-pub use store::{DEFAULT_REDIS_EXPIRY, OutputStore, StoreError, Stored};
+pub use store::{DEFAULT_REDIS_EXPIRY, OutputStore};
+pub use stored::{StoreError, Stored};
 
 /// Name of the tool that reads back stored outputs (the marker of a cut names it).
 pub const READ_OUTPUT: &str = "read_output";

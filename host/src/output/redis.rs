@@ -24,7 +24,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use sha2::{Digest, Sha256};
 
 use super::Part;
-use super::store::StoreError;
+use super::stored::StoreError;
 
 /// How long connecting to Redis may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);

@@ -13,9 +13,15 @@ use lru::LruCache;
 use super::Part;
 use super::disk::DiskStore;
 use super::redis::RedisStore;
+use super::stored::{StoreError, Stored};
 
 /// Files a store on disk keeps at most (and entries a store in Redis).
 pub(crate) const DISK_MAX_FILES: usize = 4096;
+
+/// Bytes kept in memory at most beside a shared store: recent parts read
+/// back here without a file or a round trip (what was cut is in the shared
+/// store too, under the whole budget).
+const SHARED_MEMORY_BYTES: usize = 4 << 20;
 
 /// How long a store in Redis keeps an output by default.
 pub const DEFAULT_REDIS_EXPIRY: Duration = Duration::from_secs(3600);
@@ -28,11 +34,14 @@ pub const DEFAULT_REDIS_EXPIRY: Duration = Duration::from_secs(3600);
 /// `read_output`) is also written to the shared store when there is one: that
 /// is the text a caller cannot have whole from the result, and the one another
 /// instance may be asked for. A part the caller got whole stays in this process
-/// alone, so a call whose output fits costs no file and no round trip.
+/// alone, so a call whose output fits costs no file and no round trip; beside
+/// a shared store, memory holds at most 4 MiB of recent parts.
 pub struct OutputStore {
     memory: Mutex<Inner>,
     shared: Option<Shared>,
     max_bytes: usize,
+    /// The budget of the parts in memory.
+    memory_bytes: usize,
 }
 
 /// Where cut parts are shared with other host processes.
@@ -46,52 +55,11 @@ struct Inner {
     bytes: usize,
 }
 
-/// Whether a part's full text was kept, and if not, why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Stored {
-    /// Kept: `read_output` can read it.
-    Kept,
-    /// Larger than the whole budget: not kept.
-    TooLarge,
-    /// The store failed (a Redis that went away, a full disk): the reason.
-    Failed(String),
-}
-
-impl Stored {
-    /// Whether the text was kept.
-    pub fn is_kept(&self) -> bool {
-        matches!(self, Stored::Kept)
-    }
-}
-
-/// A store that could not be opened or reached.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The store's URL is not one this host can use.
-    #[error("{url} is not a usable output store URL: {why}")]
-    BadUrl {
-        /// The URL, without a password.
-        url: String,
-        /// Why.
-        why: String,
-    },
-    /// The store did not answer, or answered with an error.
-    #[error("the output store at {store} is unreachable: {why}")]
-    Unreachable {
-        /// Which store (a URL without a password).
-        store: String,
-        /// What failed.
-        why: String,
-    },
-}
-
 impl OutputStore {
     /// A store holding at most `max_bytes` of text in total.
     pub fn new(max_bytes: usize) -> Self {
         let memory = Mutex::new(Inner { entries: LruCache::unbounded(), bytes: 0 });
-        Self { memory, shared: None, max_bytes }
+        Self { memory, shared: None, max_bytes, memory_bytes: max_bytes }
     }
 
     /// A store sharing cut parts through the directory `dir` (created 0700
@@ -100,7 +68,7 @@ impl OutputStore {
     /// writable by others.
     pub fn on_disk(dir: &Path, max_bytes: usize) -> std::io::Result<Self> {
         let shared = Shared::Disk(DiskStore::open(dir, max_bytes, DISK_MAX_FILES)?);
-        Ok(Self { shared: Some(shared), ..Self::new(max_bytes) })
+        Ok(Self::new(max_bytes).sharing(shared))
     }
 
     /// A store sharing cut parts through the Redis at `url` (`redis://[:PASSWORD@]HOST:PORT[/DB]`),
@@ -115,7 +83,13 @@ impl OutputStore {
         expiry: Duration,
     ) -> Result<Self, StoreError> {
         let redis = RedisStore::connect(url, max_bytes, max_entries, expiry).await?;
-        Ok(Self { shared: Some(Shared::Redis(redis)), ..Self::new(max_bytes) })
+        Ok(Self::new(max_bytes).sharing(Shared::Redis(redis)))
+    }
+
+    /// This store, sharing cut parts through `shared`, with less in memory.
+    fn sharing(self, shared: Shared) -> Self {
+        let memory_bytes = self.max_bytes.min(SHARED_MEMORY_BYTES);
+        Self { shared: Some(shared), memory_bytes, ..self }
     }
 
     /// The directory of a store on disk.
@@ -181,7 +155,7 @@ impl OutputStore {
         if let Some(old) = inner.entries.put((call_id.to_string(), part), text) {
             inner.bytes -= old.len();
         }
-        while inner.bytes > self.max_bytes {
+        while inner.bytes > self.memory_bytes {
             match inner.entries.pop_lru() {
                 Some((_, old)) => inner.bytes -= old.len(),
                 None => break,
