@@ -227,6 +227,18 @@ impl Haproxy {
     }
 }
 
+/// A client for the loopback servers (no proxy). reqwest is built with
+/// `rustls-no-provider` for the host, which hands it a ring-backed TLS config;
+/// a client built here needs a process-wide provider first: ring's, installed once.
+pub fn http_client() -> reqwest::ClientBuilder {
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        // Err: another provider is installed already, which does as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder().no_proxy()
+}
+
 /// A 2026-07-28 request: `_meta` with the version, capabilities and client info.
 pub fn modern_body(id: u64, method: &str, mut params: Value) -> Value {
     if !params.is_object() {

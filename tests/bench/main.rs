@@ -418,7 +418,7 @@ async fn fetch() {
             bare.push(took);
         }
     }
-    let client = reqwest::Client::builder().no_proxy().build().expect("reqwest client");
+    let client = toolhost_tests::servers::http_client().build().expect("reqwest client");
     let mut theirs = Vec::with_capacity(N);
     for i in 0..N + 20 {
         let started = Instant::now();
@@ -847,7 +847,7 @@ async fn serve() {
             break rest.to_string();
         }
     };
-    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let client = toolhost_tests::servers::http_client().build().expect("client");
     let mut samples = Vec::with_capacity(N);
     for id in 0..N + 200 {
         let started = Instant::now();

@@ -21,7 +21,7 @@ fn args() -> serde_json::Value {
 
 /// Calls per second of `CALLS` calls from `CLIENTS` clients through `url`.
 async fn rate(url: &str) -> f64 {
-    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let client = toolhost_tests::servers::http_client().build().expect("client");
     for id in 0..100 {
         modern_request(&client, url, id, "tools/call", args()).await.expect("warm-up call");
     }

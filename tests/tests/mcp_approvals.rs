@@ -155,7 +155,7 @@ impl HttpServer {
     async fn start(work: &Path, extra: &[&str]) -> Self {
         let serve = serve_command(work, &[&["--http", "127.0.0.1:0"], extra].concat());
         let (child, addr) = toolhost_tests::start_http_server(serve, PATIENCE).await;
-        Self { _child: child, addr, http: reqwest::Client::builder().no_proxy().build().unwrap() }
+        Self { _child: child, addr, http: toolhost_tests::servers::http_client().build().unwrap() }
     }
 
     fn url(&self) -> String {

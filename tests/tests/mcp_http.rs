@@ -44,7 +44,7 @@ impl Server {
         let serve = serve_command(work, &[&["--http", "127.0.0.1:0"], extra].concat());
         let (child, addr) = toolhost_tests::start_http_server(serve, PATIENCE).await;
         assert!(addr.ip().is_loopback(), "{addr}");
-        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let http = toolhost_tests::servers::http_client().build().unwrap();
         Self { child, addr, http }
     }
 

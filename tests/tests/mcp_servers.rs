@@ -672,3 +672,76 @@ async fn serve_starts_servers_lazily_or_eagerly_and_forwards_list_changed() {
         client.cancel().await.unwrap();
     }
 }
+
+/// Reads SSE `data:` frames from a streaming answer, as JSON.
+struct Frames {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Frames {
+    /// The next frame, or `None` when the stream ends or `patience` runs out.
+    async fn next(&mut self, patience: Duration) -> Option<Value> {
+        let end = Instant::now() + patience;
+        loop {
+            if let Some(at) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..at + 2).collect();
+                let data: String = event.lines().filter_map(|l| l.strip_prefix("data:")).collect();
+                match serde_json::from_str(data.trim()) {
+                    Ok(frame) => return Some(frame),
+                    Err(_) => continue, // a priming event without JSON
+                }
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            let chunk = tokio::time::timeout(left, self.response.chunk()).await.ok()?.ok()??;
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_listen_stream_gets_the_servers_list_changes_and_only_those_asked_for() {
+    use toolhost_tests::servers::{Instance, MODERN, modern_body, modern_request};
+    let (work, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let policy_file = outside.path().join("policy.toml");
+    std::fs::write(&policy_file, entry("")).unwrap();
+    let policy = policy_file.to_str().unwrap();
+    let server =
+        Instance::start("listen", work.path(), &["--policy", policy, "--mode", "yolo", "--eager"]).await;
+    let client = toolhost_tests::servers::http_client().build().unwrap();
+    let discover = modern_request(&client, &server.url(), 1, "server/discover", json!({})).await.unwrap();
+    assert_eq!(discover["result"]["capabilities"]["tools"]["listChanged"], true, "{discover}");
+    let listen = |id: u64, filter: Value| {
+        let body = modern_body(id, "subscriptions/listen", json!({ "notifications": filter }));
+        client
+            .post(server.url())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", "subscriptions/listen")
+            .body(body.to_string())
+            .send()
+    };
+    let mut tools = Frames {
+        response: listen(2, json!({"toolsListChanged": true})).await.unwrap(),
+        buffer: String::new(),
+    };
+    let mut prompts = Frames {
+        response: listen(3, json!({"promptsListChanged": true})).await.unwrap(),
+        buffer: String::new(),
+    };
+    for (stream, id) in [(&mut tools, 2), (&mut prompts, 3)] {
+        let ack = stream.next(Duration::from_secs(10)).await.expect("an acknowledgment");
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+        assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], id, "{ack}");
+    }
+    let args = json!({"name": "mcp__t__change_tools", "arguments": {}});
+    let answer = modern_request(&client, &server.url(), 4, "tools/call", args).await.unwrap();
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    let change = tools.next(Duration::from_secs(10)).await.expect("tools/list_changed on the stream");
+    assert_eq!(change["method"], "notifications/tools/list_changed", "{change}");
+    assert_eq!(change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 2, "{change}");
+    assert_eq!(prompts.next(Duration::from_millis(500)).await, None, "only what was asked for");
+    let listed = modern_request(&client, &server.url(), 5, "tools/list", json!({})).await.unwrap();
+    assert!(listed.to_string().contains("mcp__t__extra"), "{listed}");
+}

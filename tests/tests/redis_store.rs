@@ -19,7 +19,7 @@ fn key(call_id: &str, part: &str) -> String {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(30)).build().unwrap()
+    toolhost_tests::servers::http_client().timeout(Duration::from_secs(30)).build().unwrap()
 }
 
 /// A cut output through `url`: the call id its marker names.

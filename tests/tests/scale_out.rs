@@ -48,7 +48,7 @@ async fn three_instances_behind_haproxy_share_outputs_and_survive_a_kill() {
     }
     let balancer = Haproxy::start(balancer_addr, &instances.iter().map(|i| i.addr).collect::<Vec<_>>()).await;
     let url = balancer.url();
-    let client = reqwest::Client::builder().no_proxy().timeout(HANG).build().unwrap();
+    let client = toolhost_tests::servers::http_client().timeout(HANG).build().unwrap();
 
     // The balancer's authority is accepted in Host; any other is not.
     for (host, status) in [(authority.as_str(), 200), ("127.0.0.1:1", 403), ("evil.example:80", 403)] {

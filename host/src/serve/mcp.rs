@@ -8,6 +8,10 @@
 //!   changes: the policy's MCP servers are started at the first `tools/list`
 //!   (or before, with `serve --eager`), and when one's tools change every
 //!   client that finished `initialize` gets `notifications/tools/list_changed`.
+//!   On a 2026-07-28 request a client opens `subscriptions/listen` with
+//!   `toolsListChanged` instead and gets the same notifications on that stream.
+//!   `tools.listChanged` is advertised only when servers are configured: without
+//!   them the list never changes.
 //! - `tools/call`: one [`Host::execute`]. A tool's failure (unknown tool, bad
 //!   arguments, limits, cancellation) is a result with `isError: true` whose
 //!   text starts with the error code, never a JSON-RPC error: the model reads
@@ -31,10 +35,10 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
+    ServerNotification, SubscriptionFilter, Tool, ToolAnnotations,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
@@ -176,7 +180,13 @@ impl Drop for AbortOnDrop {
 
 impl ServerHandler for ToolhostServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        let capabilities = ServerCapabilities::builder().enable_tools();
+        let capabilities = if self.host.tools_changed().is_some() {
+            capabilities.enable_tool_list_changed().build()
+        } else {
+            capabilities.build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
@@ -193,6 +203,39 @@ impl ServerHandler for ToolhostServer {
                 }
             }
         });
+    }
+
+    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        // rmcp narrows this to what was requested and advertised.
+        self.host.tools_changed().map(|_| SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        // The tool list changes reach the stream until the client cancels it.
+        let Some(mut changes) = self.host.tools_changed() else {
+            subscription.cancelled().await;
+            return Ok(());
+        };
+        let listening = subscription.accepted().tools_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        subscription.cancelled().await;
+                        return Ok(());
+                    }
+                    if !listening {
+                        continue;
+                    }
+                    let notification = ServerNotification::ToolListChangedNotification(Default::default());
+                    if let Err(error) = subscription.sink().send(notification).await {
+                        tracing::debug!(%error, "tools/list_changed not sent on a listen stream");
+                        return Ok(());
+                    }
+                }
+            }
+        }
     }
 
     async fn list_tools(
