@@ -342,12 +342,7 @@ impl Host {
                 // The same deadline and cancellation as a component's call.
                 let deadline = Deadline::after(host_limits.deadline_for(tool.spec().timeout_ms));
                 let ctx = NativeCall { call_id: &call_id, cancel, deadline: deadline.at };
-                let out = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => Err(CallError::new(codes::CANCELLED, "")),
-                    _ = tokio::time::sleep_until(deadline.at.into()) => Err(deadline.exceeded()),
-                    out = native.call(args.clone(), ctx) => out,
-                };
+                let out = within(cancel, &deadline, native.call(args.clone(), ctx)).await;
                 let parts = out.map(|out| Parts {
                     content: out.content,
                     display: None,
@@ -365,12 +360,7 @@ impl Host {
                 // cancellation; dropping the call cancels it upstream.
                 let deadline = Deadline::after(host_limits.deadline_for(tool.spec().timeout_ms));
                 let ctx = NativeCall { call_id: &call_id, cancel, deadline: deadline.at };
-                let out = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => Err(CallError::new(codes::CANCELLED, "")),
-                    _ = tokio::time::sleep_until(deadline.at.into()) => Err(deadline.exceeded()),
-                    out = server.call(args.clone(), ctx) => out,
-                };
+                let out = within(cancel, &deadline, server.call(args.clone(), ctx)).await;
                 let redactor = server.redactor();
                 let parts = out.map_err(|e| redact_error(redactor, e)).map(|out| redact(redactor, out));
                 (parts, host_limits, Some(redactor))
@@ -561,4 +551,20 @@ fn redact_error(redactor: &Redactor, mut err: CallError) -> CallError {
         err.message = text;
     }
     err
+}
+
+/// `call` bounded as every call is: it ends `cancelled` when `cancel` fires and
+/// `timeout` at `deadline`, whichever comes first (a native or server tool runs on
+/// the caller's task; a component's call has its own epoch deadline as well).
+async fn within<T>(
+    cancel: &CancellationToken,
+    deadline: &Deadline,
+    call: impl std::future::Future<Output = Result<T, CallError>>,
+) -> Result<T, CallError> {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(CallError::new(codes::CANCELLED, "")),
+        _ = tokio::time::sleep_until(deadline.at.into()) => Err(deadline.exceeded()),
+        out = call => out,
+    }
 }
