@@ -1044,9 +1044,9 @@ fn the_non_root_fallback_contains_and_cleans_up_too() {
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&exe)
         .args([
-            "nothing_survives",
-            "a_fork_bomb_is_contained",
-            "children_have_no_network",
+            "exec::nothing_survives",
+            "exec::a_fork_bomb_is_contained",
+            "exec::children_have_no_network",
             "--test-threads=2",
         ])
         .env(NON_ROOT_RUN, "1")
