@@ -256,7 +256,8 @@ fn planted_compile_cache_entries_are_never_loaded_or_written_through() {
             }
         }
     }
-    assert!(planted >= 2, "the cache held the builtins and the plugin");
+    // The builtins are precompiled into the binary: the cache holds the plugin.
+    assert!(planted >= 1, "the cache held the plugin");
     let out = list();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("noop"));

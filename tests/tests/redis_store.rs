@@ -63,9 +63,13 @@ async fn the_redis_store_keeps_its_bounds_and_expiry() {
     let expiry = Duration::from_millis(1500);
     let a = OutputStore::in_redis(&redis.url(), 100, 3, expiry).await.unwrap();
     let b = OutputStore::in_redis(&redis.url(), 100, 3, expiry).await.unwrap();
-    // Entries: at most 3, the oldest go first, whichever instance wrote them.
+    // What is shared is what was cut (`put_part`): whole outputs stay in each
+    // process's memory. Entries: at most 3, the oldest go first, whichever instance wrote them.
     for (i, store) in [&a, &b, &a, &b].iter().enumerate() {
-        assert_eq!(store.put(&format!("c{i}"), "x".repeat(10).into()).await, Stored::Kept);
+        assert_eq!(
+            store.put_part(&format!("c{i}"), Part::Content, "x".repeat(10).into()).await,
+            Stored::Kept
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(b.get("c0").await, None, "the oldest of four went");
@@ -75,12 +79,12 @@ async fn the_redis_store_keeps_its_bounds_and_expiry() {
     assert_eq!(a.put_part("big", Part::Error, "y".repeat(90).into()).await, Stored::Kept);
     assert!(a.bytes().await.unwrap() <= 100, "{}", a.bytes().await.unwrap());
     assert_eq!(b.get_part("big", Part::Error).await.as_deref(), Some("y".repeat(90).as_str()));
-    assert_eq!(b.get("c1").await, None);
-    assert_eq!(a.put("huge", "z".repeat(101).into()).await, Stored::TooLarge);
+    assert_eq!(a.get("c1").await, None, "b wrote it: a asks Redis, which let it go");
+    assert_eq!(a.put_part("huge", Part::Content, "z".repeat(101).into()).await, Stored::TooLarge);
     assert_eq!(redis.cli(&["EXISTS", &key("huge", "content")]), "0");
     // A replaced entry is counted once.
-    a.put("again", "1234".into()).await;
-    a.put("again", "12".into()).await;
+    a.put_part("again", Part::Content, "1234".into()).await;
+    a.put_part("again", Part::Content, "12".into()).await;
     assert_eq!(b.get("again").await.as_deref(), Some("12"));
     assert!(a.bytes().await.unwrap() <= 100);
     // A value someone else planted over the budget is refused, not read.
@@ -88,8 +92,8 @@ async fn the_redis_store_keeps_its_bounds_and_expiry() {
     assert_eq!(a.get("planted").await, None);
     // Expiry: gone after it passes, and the count goes with it.
     tokio::time::sleep(expiry + Duration::from_millis(300)).await;
-    assert_eq!(a.get("again").await, None);
-    a.put("fresh", "f".into()).await;
+    assert_eq!(b.get("again").await, None);
+    a.put_part("fresh", Part::Content, "f".into()).await;
     assert_eq!(a.bytes().await.unwrap(), 1, "expired entries leave the count");
 }
 
@@ -99,14 +103,16 @@ async fn a_redis_that_goes_away_is_a_clear_error_not_a_hang() {
     let work = tempfile::tempdir().unwrap();
     let url = redis.url();
     let server = Instance::start("a", work.path(), &["--store", &url, "--clamp-bytes", "2048"]).await;
+    let other = Instance::start("b", work.path(), &["--store", &url, "--clamp-bytes", "2048"]).await;
     let client = client();
     let call_id = cut_call(&client, &server.url(), 1).await;
     redis.stop().await;
 
-    // read_output says the store is unreachable, naming it, within seconds.
+    // read_output on another instance (this one still has it in memory) says the
+    // store is unreachable, naming it, within seconds.
     let started = Instant::now();
     let args = json!({"name": "read_output", "arguments": {"call_id": call_id}});
-    let answer = modern_request(&client, &server.url(), 2, "tools/call", args).await.unwrap();
+    let answer = modern_request(&client, &other.url(), 2, "tools/call", args).await.unwrap();
     let text = call_text(&answer).unwrap();
     assert!(started.elapsed() < Duration::from_secs(12), "took {:?}", started.elapsed());
     assert!(text.starts_with("output_store_unavailable"), "{text}");
