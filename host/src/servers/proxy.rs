@@ -258,4 +258,61 @@ mod tests {
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         assert!(canary.accept().await.is_ok());
     }
+
+    /// What the proxy answers to one request `head` (sent as is), read to its end.
+    async fn ask(proxy: std::net::SocketAddr, head: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut buf = Vec::new();
+        let read =
+            tokio::time::timeout(std::time::Duration::from_secs(10), stream.read_to_end(&mut buf)).await;
+        assert!(read.is_ok(), "the proxy did not finish its answer");
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    /// A plain request (`HTTP_PROXY`, absolute form) is vetted like a `CONNECT`:
+    /// an unlisted name, a listed one resolving to loopback and a literal address
+    /// are refused without a connection; `https://` must tunnel; a vetted one is
+    /// forwarded and its answer streamed back.
+    #[tokio::test]
+    async fn plain_requests_are_vetted_like_connect() {
+        let canary = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = canary.local_addr().unwrap().port();
+        let get = |target: &str| {
+            format!("GET http://{target}/x HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n")
+        };
+        let strict = proxy(&["allowed.test"], false).await;
+        let answer = ask(strict, &get(&format!("other.test:{port}"))).await;
+        assert!(answer.starts_with("HTTP/1.1 403") && answer.contains("host_not_allowed"), "{answer}");
+        let answer = ask(strict, &get(&format!("allowed.test:{port}"))).await;
+        assert!(answer.starts_with("HTTP/1.1 403") && answer.contains("blocked_url"), "{answer}");
+        let answer = ask(strict, &get(&format!("127.0.0.1:{port}"))).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        let https = format!(
+            "GET https://allowed.test:{port}/ HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n"
+        );
+        let answer = ask(strict, &https).await;
+        assert!(answer.starts_with("HTTP/1.1 400") && answer.contains("CONNECT"), "{answer}");
+        let answer = ask(strict, "GET /relative HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        let refused = tokio::time::timeout(std::time::Duration::from_millis(200), canary.accept()).await;
+        assert!(refused.is_err(), "the canary was connected to");
+        // With the opt-out the same name is forwarded, and the answer comes back.
+        let open = proxy(&["allowed.test"], true).await;
+        let server = tokio::spawn(async move {
+            let (mut stream, _) = canary.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let n = stream.read(&mut buf).await.unwrap();
+            let body = b"canary answered";
+            let head =
+                format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            stream.write_all(head.as_bytes()).await.unwrap();
+            stream.write_all(body).await.unwrap();
+            String::from_utf8_lossy(&buf[..n]).into_owned()
+        });
+        let answer = ask(open, &get(&format!("allowed.test:{port}"))).await;
+        assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("canary answered"), "{answer}");
+        let seen = server.await.unwrap();
+        assert!(seen.starts_with("GET /x HTTP/1.1"), "sent on in origin form: {seen}");
+    }
 }
