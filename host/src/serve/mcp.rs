@@ -211,12 +211,13 @@ impl ServerHandler for ToolhostServer {
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        // The tool list changes reach the stream until the client cancels it.
-        let Some(mut changes) = self.host.tools_changed() else {
+        // The servers' tool list changes reach a stream that asked for them until the
+        // client cancels it; any other stream only waits for its end.
+        let asked = subscription.accepted().tools_list_changed == Some(true);
+        let Some(mut changes) = self.host.tools_changed().filter(|_| asked) else {
             subscription.cancelled().await;
             return Ok(());
         };
-        let listening = subscription.accepted().tools_list_changed == Some(true);
         loop {
             tokio::select! {
                 () = subscription.cancelled() => return Ok(()),
@@ -224,9 +225,6 @@ impl ServerHandler for ToolhostServer {
                     if changed.is_err() {
                         subscription.cancelled().await;
                         return Ok(());
-                    }
-                    if !listening {
-                        continue;
                     }
                     let notification = ServerNotification::ToolListChangedNotification(Default::default());
                     if let Err(error) = subscription.sink().send(notification).await {
