@@ -38,6 +38,7 @@ pub mod image;
 pub mod list;
 pub mod matching;
 pub mod mv;
+pub mod new_file;
 pub mod paths;
 pub mod read;
 pub mod readdir;

@@ -80,24 +80,11 @@ fn list_dir(dir: &Path) -> std::io::Result<impl Iterator<Item = std::io::Result<
 /// is `illegal-byte-sequence`; the stream goes on after it).
 #[cfg(target_arch = "wasm32")]
 fn list_dir(dir: &Path) -> std::io::Result<WasiEntries> {
-    use std::io::{Error, ErrorKind};
-    use wasip2::filesystem::preopens::get_directories;
-    use wasip2::filesystem::types::{DescriptorFlags, ErrorCode, OpenFlags, PathFlags};
+    use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
 
-    let to_io = |code: ErrorCode| {
-        let kind = match code {
-            ErrorCode::NoEntry => ErrorKind::NotFound,
-            ErrorCode::Access | ErrorCode::NotPermitted => ErrorKind::PermissionDenied,
-            ErrorCode::NotDirectory => ErrorKind::NotADirectory,
-            _ => ErrorKind::Other,
-        };
-        Error::new(kind, format!("{code:?}"))
-    };
-    let (root, rel) = get_directories()
-        .into_iter()
-        .find_map(|(desc, path)| dir.strip_prefix(&path).ok().map(|rel| (desc, rel.to_path_buf())))
-        .ok_or_else(|| Error::new(ErrorKind::PermissionDenied, "outside every preopened directory"))?;
-    let rel = rel.to_string_lossy();
+    use crate::new_file::wasi::{beneath_preopen, io_error as to_io};
+
+    let (root, rel) = beneath_preopen(dir)?;
     let opened = if rel.is_empty() {
         None
     } else {

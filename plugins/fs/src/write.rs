@@ -1,8 +1,8 @@
 //! `write_file`: create or replace a file, atomically; and the atomic write
 //! itself, shared with `edit_file`.
 
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -10,6 +10,7 @@ use serde_json::json;
 use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes};
 
 use crate::fresh::Settings;
+use crate::new_file::NewFile;
 use crate::paths::resolve_for_write_with;
 
 /// The tool description the model reads.
@@ -154,7 +155,7 @@ impl Drop for TempGuard {
 }
 
 /// Create a new temporary file in `dir` for the file `name`.
-fn create_temp(dir: &Path, name: &str, call_id: &str) -> io::Result<(fs::File, TempGuard)> {
+fn create_temp(dir: &Path, name: &str, call_id: &str) -> io::Result<(NewFile, TempGuard)> {
     let id: String =
         call_id.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').take(40).collect();
     let (stem, _) = crate::truncate_at_char(name, 100);
@@ -162,7 +163,7 @@ fn create_temp(dir: &Path, name: &str, call_id: &str) -> io::Result<(fs::File, T
     for attempt in 0..16 {
         let suffix = if attempt == 0 { String::new() } else { format!("-{attempt}") };
         let temp = dir.join(format!(".{stem}.toolhost-tmp-{id}{suffix}"));
-        match OpenOptions::new().write(true).create_new(true).open(&temp) {
+        match NewFile::create_new(&temp) {
             Ok(file) => return Ok((file, TempGuard(temp))),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e),
