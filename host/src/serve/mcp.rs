@@ -181,7 +181,8 @@ impl Drop for AbortOnDrop {
 impl ServerHandler for ToolhostServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder().enable_tools();
-        let capabilities = if self.host.tools_changed().is_some() {
+        // Only the MCP servers' tools ever change.
+        let capabilities = if self.host.has_servers() {
             capabilities.enable_tool_list_changed().build()
         } else {
             capabilities.build()
