@@ -132,8 +132,8 @@ fn keyless_signature(
         "Payload": {"body": body, "integratedTime": LOGGED_AT, "logIndex": 7, "logID": log_id},
     });
     SignatureLayer {
-        payload: STANDARD.encode(&payload),
-        signature: STANDARD.encode(&signature),
+        payload: STANDARD.encode(payload),
+        signature: STANDARD.encode(signature),
         certificate: Some(cert_pem),
         // cosign puts the issuing chain here; it is not trusted for being there.
         chain: Some(pem("CERTIFICATE", &ca.der)),
