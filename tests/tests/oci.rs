@@ -14,6 +14,10 @@ use std::sync::Arc;
 use toolhost_tests::registry::{FaultServer, Registry, response};
 use toolhost_tests::{FSPROBE_WASM, HOSTILE_WASM, NET_WASM, test_config_dir, toolhost_bin};
 
+mod keyless;
+mod sources;
+mod unsigned;
+
 /// One user's machine: a work dir, a cache dir (the OCI store), a key dir.
 struct Machine {
     work: tempfile::TempDir,
@@ -135,6 +139,13 @@ fn publish(m: &Machine, wasm: &str, reference: &str, key: Option<&str>) -> Strin
         args.extend(["--key", key]);
     }
     published_digest(&m.ok(&args))
+}
+
+/// `der` as PEM with `label`.
+fn pem(label: &str, der: &[u8]) -> String {
+    let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, der);
+    let lines: Vec<&str> = b64.as_bytes().chunks(64).map(|line| std::str::from_utf8(line).unwrap()).collect();
+    format!("-----BEGIN {label}-----\n{}\n-----END {label}-----\n", lines.join("\n"))
 }
 
 fn sha256_file(path: &str) -> String {
@@ -712,6 +723,69 @@ fn registry_faults_are_refused_with_their_codes() {
     });
     let (m, _, out) = add_from(&server, &["--registry-timeout-ms", "300"]);
     assert_refused(&m, &out, "timeout");
+}
+
+/// The manifest limit (4 MiB): one declared a byte longer is refused from its length
+/// alone (only 1 KiB of it is ever sent, so reading it whole would end in a cut
+/// connection, not `too_large`); one streamed without a length is cut off as soon as it
+/// passes the limit (the stream never ends properly); one of exactly 4 MiB is read.
+#[test]
+fn a_manifest_over_the_limit_is_refused_before_it_is_read_whole() {
+    const LIMIT: u64 = 4 << 20;
+    assert_eq!(toolhost::oci::MAX_MANIFEST_BYTES, LIMIT);
+    let head = |length: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n{length}Connection: close\r\n\r\n"
+        )
+        .into_bytes()
+    };
+    let serve = move |body: fn(Vec<u8>) -> Vec<u8>, length: String| {
+        let head = head(&length);
+        fault_server(move |path| {
+            if path.contains("/manifests/") {
+                body(head.clone())
+            } else {
+                response("404 Not Found", &[], b"")
+            }
+        })
+    };
+
+    let declared = serve(
+        |mut head| {
+            head.extend_from_slice(&[b' '; 1024]);
+            head
+        },
+        format!("Content-Length: {}\r\n", LIMIT + 1),
+    );
+    let (m, _, out) = add_from(&declared, &[]);
+    let err = assert_refused(&m, &out, "too_large");
+    assert!(err.contains("the manifest t/x/v1 is 4194305 bytes or more; at most 4194304 are read"), "{err}");
+    assert!(!declared.seen.lock().unwrap().iter().any(|l| l.contains("/blobs/")));
+
+    let streamed = serve(
+        |mut head| {
+            // One chunk a byte over the limit, and no last chunk.
+            head.extend_from_slice(format!("{:x}\r\n", LIMIT + 1).as_bytes());
+            head.extend(std::iter::repeat_n(b' ', (LIMIT + 1) as usize));
+            head
+        },
+        "Transfer-Encoding: chunked\r\n".into(),
+    );
+    let (m, _, out) = add_from(&streamed, &[]);
+    let err = assert_refused(&m, &out, "too_large");
+    assert!(err.contains("bytes or more; at most 4194304 are read"), "{err}");
+
+    // Exactly the limit is read (and then refused for what it is: not JSON).
+    let at_limit = serve(
+        |mut head| {
+            head.extend(std::iter::repeat_n(b' ', LIMIT as usize));
+            head
+        },
+        format!("Content-Length: {LIMIT}\r\n"),
+    );
+    let (m, _, out) = add_from(&at_limit, &[]);
+    let err = assert_refused(&m, &out, "unsupported_artifact");
+    assert!(err.contains("not a JSON manifest"), "{err}");
 }
 
 #[test]

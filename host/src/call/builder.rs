@@ -470,7 +470,10 @@ impl HostBuilder {
             code: crate::error::codes::IO_ERROR,
             message: "no cache dir for the OCI store (set TOOLHOST_CACHE_DIR)".into(),
         })?);
-        let settings = crate::oci::RegistrySettings { plain_http: entry.plain_http, ..Default::default() };
+        let settings = crate::oci::RegistrySettings {
+            plain_http: entry.plain_http,
+            ..crate::oci::RegistrySettings::from_env()
+        };
         match &entry.source {
             EntrySource::Oci(reference) => {
                 let credentials = || match entry.registry_auth {

@@ -36,7 +36,7 @@ pub(crate) struct RegistryArgs {
 impl RegistryArgs {
     /// The transport settings these flags give.
     pub(crate) fn settings(&self) -> RegistrySettings {
-        let mut settings = RegistrySettings { plain_http: self.plain_http, ..RegistrySettings::default() };
+        let mut settings = RegistrySettings { plain_http: self.plain_http, ..RegistrySettings::from_env() };
         if let Some(ms) = self.registry_timeout_ms {
             settings.read_timeout = Duration::from_millis(ms.max(1));
             settings.connect_timeout = settings.connect_timeout.min(settings.read_timeout);

@@ -7,7 +7,8 @@
 //!    named.
 //! 2. `transport`: reqwest configured by hand — every hop vetted with the pinned fetch's
 //!    checks, names resolved through a vetting resolver, redirects followed by us, no
-//!    proxy, no referer, ring-backed rustls, timeouts, bounded bodies. Only the registry
+//!    proxy, no referer, ring-backed rustls (the webpki roots, plus a CA file only when
+//!    the user names one: [`roots`]), timeouts, bounded bodies. Only the registry
 //!    named (host and port) may be on a private address; `--plain-http` only for a
 //!    loopback registry.
 //! 3. [`auth`]: anonymous, basic or bearer; the docker login file only when asked for;
@@ -25,6 +26,34 @@
 //! [`pull::pull`] and [`push::publish`] put the steps together; every refusal is an
 //! [`OciError`] whose code (`signature_missing`, `digest_mismatch`, `too_large`, …) is
 //! stable.
+//!
+//! # Why not `oci-client` and `sigstore`
+//!
+//! Issue 17 names them; this module is built on `oci-spec`, reqwest, ring,
+//! rustls-webpki and x509-parser instead, because (as read in oci-client 0.17.0 and
+//! sigstore 0.14.0):
+//!
+//! - `oci_client::Client` builds its own `reqwest::Client` from a `ClientConfig`
+//!   (`Client::new` / `TryFrom<ClientConfig>`): there is no way to hand it our client or
+//!   a `reqwest::dns::Resolve`, so the vetting resolver (a name that resolves to a
+//!   private address refused before connecting) would be bypassed. Its builder never
+//!   calls `no_proxy()`, `referer(false)` or a redirect policy, so reqwest's defaults
+//!   apply: proxies from the environment, and redirects followed (up to 10, with a
+//!   `Referer`) without vetting each hop or dropping credentials off the registry. Manifests are read with `bytes()`, without
+//!   a size bound. `Client::new` falls back to a default config when its config fails
+//!   to build. Its `rustls-tls` feature is reqwest's `rustls` (aws-lc-rs).
+//! - `sigstore`'s cosign verification (`cosign::Client`) pulls the signature image
+//!   itself through an `oci_client::Client` it builds from its own `ClientConfig`, and
+//!   the verified `SignatureLayer` is made only inside the crate from that pull
+//!   (`SignatureLayer::new` is `pub(crate)`), so it brings all of the above. With its
+//!   `cosign` feature it also compiles the Fulcio, Rekor and OIDC clients (reqwest)
+//!   and rustls-webpki with aws-lc-rs; its default features add `native-tls`
+//!   (OpenSSL). Beyond that pull it needs no network: a `ManualTrustRoot` takes the
+//!   Fulcio certificates and Rekor keys as they are.
+//!
+//! What is ours is small and tested against an independent implementation (OpenSSL
+//! and skopeo, `tests/tests/oci.rs`) and a Fulcio/Rekor-like CA and log made with
+//! rcgen (`keyless_tests.rs`).
 
 pub mod artifact;
 pub mod auth;
@@ -35,6 +64,7 @@ pub mod pull;
 pub mod push;
 pub mod reference;
 mod registry;
+pub mod roots;
 pub mod sign;
 pub mod store;
 mod transport;
@@ -46,5 +76,5 @@ pub use keyless::Identity;
 pub use reference::OciRef;
 pub use registry::{RegistryClient, digest_of};
 pub use store::Store;
-pub use transport::{DEFAULT_MAX_LAYER_BYTES, RegistrySettings};
+pub use transport::{DEFAULT_MAX_LAYER_BYTES, MAX_MANIFEST_BYTES, RegistrySettings};
 pub use verify::{TrustSet, Verified};

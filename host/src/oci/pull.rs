@@ -113,7 +113,9 @@ pub fn from_store(
 ) -> Result<Option<Pulled>, OciError> {
     let Some(digest) = reference.digest() else { return Ok(None) };
     let what = reference.to_string();
-    let Some(manifest_bytes) = store.blob(digest, 4 << 20)? else { return Ok(None) };
+    let Some(manifest_bytes) = store.blob(digest, super::transport::MAX_MANIFEST_BYTES)? else {
+        return Ok(None);
+    };
     let manifest = parse_manifest(&manifest_bytes, "", &what)?;
     let layer = component_layer(&manifest, max_layer, &what)?;
     let Some(component) = store.blob(layer.digest().as_ref(), max_layer)? else { return Ok(None) };

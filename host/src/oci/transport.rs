@@ -15,11 +15,13 @@
 //! - **Scheme**: HTTPS everywhere, except the loopback registry named with
 //!   `--plain-http` (and only that origin).
 //! - **No ambient state**: no proxy from the environment (`no_proxy()`), no `Referer`,
-//!   no cookies; TLS is rustls with the `ring` provider and the webpki roots.
+//!   no cookies; TLS is rustls with the `ring` provider and the webpki roots (plus the
+//!   CAs of `TOOLHOST_REGISTRY_CA_FILE` when the user sets it: [`super::roots`]).
 //! - **Bounds**: connect, read and whole-request timeouts; every body read is bounded
 //!   ([`read_bounded`]): a declared length over the bound is refused before reading.
 
 use std::error::Error as _;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,10 +55,16 @@ pub struct RegistrySettings {
     pub max_redirects: usize,
     /// Resolves host names (the system's by default; tests inject their own).
     pub resolver: Arc<dyn Resolver>,
+    /// A PEM file of root CAs trusted in addition to the webpki roots (`None` by
+    /// default; [`RegistrySettings::from_env`] takes `TOOLHOST_REGISTRY_CA_FILE`).
+    pub extra_ca_file: Option<PathBuf>,
 }
 
 /// The default largest layer: 200 MiB.
 pub const DEFAULT_MAX_LAYER_BYTES: u64 = 200 << 20;
+/// The largest manifest (and token answer) read: 4 MiB; a longer one is `too_large`,
+/// refused from its declared length before it is read, or as soon as it grows past.
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 
 impl Default for RegistrySettings {
     fn default() -> Self {
@@ -65,11 +73,23 @@ impl Default for RegistrySettings {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(600),
-            max_manifest_bytes: 4 << 20,
+            max_manifest_bytes: MAX_MANIFEST_BYTES,
             max_layer_bytes: DEFAULT_MAX_LAYER_BYTES,
             max_redirects: 5,
             resolver: Arc::new(SystemResolver),
+            extra_ca_file: None,
         }
+    }
+}
+
+impl RegistrySettings {
+    /// The defaults, with the extra root CAs of `TOOLHOST_REGISTRY_CA_FILE` when it is
+    /// set (and not empty): what the CLI and a start use, so a registry with its own
+    /// CA is trusted by both or neither.
+    pub fn from_env() -> Self {
+        let extra_ca_file =
+            std::env::var_os(super::roots::REGISTRY_CA_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
+        Self { extra_ca_file, ..Self::default() }
     }
 }
 
@@ -79,6 +99,7 @@ impl std::fmt::Debug for RegistrySettings {
             .field("plain_http", &self.plain_http)
             .field("read_timeout", &self.read_timeout)
             .field("max_layer_bytes", &self.max_layer_bytes)
+            .field("extra_ca_file", &self.extra_ca_file)
             .finish_non_exhaustive()
     }
 }
@@ -136,7 +157,7 @@ impl Transport {
     pub(crate) fn for_origin(url: &Url, settings: &RegistrySettings) -> Result<Self, OciError> {
         let registry =
             Origin::of(url).ok_or_else(|| OciError::InvalidReference(format!("{url}: no host")))?;
-        let tls = crate::imports::fetch::tls_config_with_webpki_roots().map_err(OciError::Transport)?;
+        let tls = super::roots::tls_config(settings.extra_ca_file.as_deref())?;
         let resolver = VettingResolver {
             inner: settings.resolver.clone(),
             registry_host: registry.host.trim_end_matches('.').to_string(),

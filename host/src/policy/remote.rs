@@ -25,6 +25,11 @@
 //!
 //! Keys and the trusted root are resolved within the file that names them, so an entry
 //! can be trusted only by what the same (trusted) file says.
+//!
+//! `require-signature = false` only lets an entry name no signer (then nothing is
+//! verified: there is nobody to verify against). An entry that names `keys` or
+//! `identities` is verified as always, so a missing or invalid signature is refused
+//! whatever the setting says.
 
 use std::collections::BTreeMap;
 use std::ops::Range;

@@ -73,7 +73,7 @@ pub(crate) fn tls_config() -> Result<Arc<ClientConfig>, String> {
 }
 
 /// [`tls_config`] trusting `roots` instead of the webpki roots.
-pub(super) fn tls_config_with(roots: rustls::RootCertStore) -> Result<Arc<ClientConfig>, String> {
+pub(crate) fn tls_config_with(roots: rustls::RootCertStore) -> Result<Arc<ClientConfig>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

@@ -46,6 +46,9 @@ pub use client::FetchClient;
 /// The TLS settings of the pinned fetch (rustls, `ring`, the webpki roots), shared with
 /// the registry client (`oci::transport`).
 pub(crate) use exchange::tls_config as tls_config_with_webpki_roots;
+/// The same settings trusting other roots (the registry client's, with the extra CAs
+/// the user names; `oci::roots`).
+pub(crate) use exchange::tls_config_with as tls_config_with_roots;
 pub use net::{Connect, Connector, Lookup, Resolver, SystemResolver, TcpConnector};
 pub(crate) use types::OpenError;
 pub use types::{FetchError, FetchRequest, FetchResponse};
