@@ -173,6 +173,7 @@ impl Sender {
             .await
             .map_err(protocol)?;
         let body = body::request(body, limits.max_request_body as u64, deadline);
+        let body = body::outgoing(body, &parts.method, &parts.headers);
         let request = Request::from_parts(parts, body);
         let mut connection = Box::pin(connection);
         let response = tokio::time::timeout_at(deadline, async {
