@@ -88,11 +88,35 @@ pub(super) fn outgoing(
     if !bodiless {
         return body.boxed_unsync();
     }
-    tokio::spawn(async move {
-        let mut body = body;
-        while let Some(Ok(_)) = body.frame().await {}
-    });
+    drain(body);
+    empty()
+}
+
+/// An empty body for hyper.
+pub(super) fn empty() -> Outgoing {
     Empty::new().map_err(|never| match never {}).boxed_unsync()
+}
+
+/// Read `body` to its end in a task of its own, discarding it (bounded as `body` is).
+fn drain(mut body: Bounded<WasiBody, ErrorCode>) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move { while let Some(Ok(_)) = body.frame().await {} });
+    }
+}
+
+/// The guest's request body until hyper is given it. A request refused before that
+/// (an address, a host, a limit) drops it untaken, and it is then read to its end like
+/// an unsent body ([`outgoing`]): the guest, perhaps still writing it, gets the refusal's
+/// error code rather than a body stream closed under it (`wstd` reported "connection
+/// reset" for a refused request that way, whichever came first).
+pub(super) struct Pending(pub(super) Option<Bounded<WasiBody, ErrorCode>>);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(body) = self.0.take() {
+            drain(body);
+        }
+    }
 }
 
 /// The response body, as the guest reads it.
