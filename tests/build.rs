@@ -10,6 +10,7 @@ fn main() {
         ("toolhost-flood", "tests/guests/flood"),
         ("toolhost-test-hook", "tests/guests/hook"),
         ("toolhost-test-http", "tests/guests/http"),
+        ("toolhost-test-http-client", "tests/guests/http-client"),
         ("toolhost-test-config", "tests/guests/config"),
         ("toolhost-test-typed", "tests/guests/typed"),
     ];

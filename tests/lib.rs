@@ -6,6 +6,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 pub mod net;
+pub mod private;
 pub mod registry;
 pub mod servers;
 
@@ -202,6 +203,10 @@ pub const TEST_HOOK_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_HOOK");
 /// A plugin using standard `wasi:http/outgoing-handler` (`tests/guests/http`): one tool,
 /// `http_send`, with hostile options.
 pub const TEST_HTTP_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_HTTP");
+
+/// A plugin using `wstd`, a `wasi:http` client crate (`tests/guests/http-client`): one tool,
+/// `http_get`, which GETs a URL and may follow redirects itself.
+pub const TEST_HTTP_CLIENT_WASM: &str = env!("TOOLHOST_WASM_TOOLHOST_TEST_HTTP_CLIENT");
 
 /// A plugin importing `wasi:config/store` in both versions (`tests/guests/config`): one
 /// tool, `config_read`.

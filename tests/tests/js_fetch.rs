@@ -15,11 +15,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost::{FetchLimits, Host, Mode, NetworkSettings, ToolCall};
-use toolhost_tests::net::{Net, RecordingConnector, Reply, Request, ScriptedResolver, server};
+use toolhost_tests::net::{Net, Reply, Request, server};
+use toolhost_tests::private;
 use toolhost_tests::{example_wasm, toolhost_bin, workspace_root};
-
-/// A public-looking address the connector serves from the loopback test server.
-const PUBLIC: &str = "93.184.216.34";
 
 /// `/huge` streams 100 MB, `/forever` never ends, `/drip` one byte every 200 ms,
 /// `/private` redirects to 127.0.0.1, `/rebind` to `rebind.test` (which rebinds),
@@ -100,45 +98,9 @@ async fn fetch_reaches_a_granted_loopback_server_only_with_the_opt_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_private_address_and_a_rebinding_name_are_refused() {
     let (addr, seen) = server(routes).await;
-    let net = Net::new(
-        ScriptedResolver::default()
-            .with("public.test", &[PUBLIC])
-            .with("loop.test", &["127.0.0.1"])
-            .with("private.test", &["10.0.0.5"])
-            .with("metadata.test", &["169.254.169.254"])
-            .with("mixed.test", &[PUBLIC, "192.168.0.1"])
-            .with("v6.test", &["::1"])
-            .with("ula.test", &["fd00::1"])
-            .script("rebind.test", &[&[PUBLIC], &["127.0.0.1"]]),
-        RecordingConnector::default().map(PUBLIC, addr),
-    );
+    let net = private::net(addr);
     let host = host(&net, false, &["*"]).await;
-    let port = addr.port();
-    for url in [
-        format!("http://127.0.0.1:{port}/"),
-        "http://127.1/".into(),
-        "http://2130706433/".into(),
-        "http://0x7f000001/".into(),
-        "http://[::1]/".into(),
-        "http://[::ffff:127.0.0.1]/".into(),
-        "http://[::ffff:a9fe:a9fe]/".into(),
-        "http://[fe80::1]/".into(),
-        "http://0.0.0.0/".into(),
-        "http://10.1.2.3/".into(),
-        "http://172.16.0.1/".into(),
-        "http://192.168.1.1/".into(),
-        "http://100.64.0.1/".into(),
-        "http://169.254.169.254/latest/meta-data/".into(),
-        "http://localhost/".into(),
-        "http://api.localhost/".into(),
-        "http://printer.local/".into(),
-        "http://loop.test/".into(),
-        "http://private.test/".into(),
-        "http://metadata.test/".into(),
-        "http://mixed.test/".into(),
-        "http://v6.test/".into(),
-        "http://ula.test/".into(),
-    ] {
+    for url in private::urls(addr.port()) {
         let err = get(&host, &url).await.expect_err(&url);
         assert!(err.starts_with("tool_error: fetch(") && err.ends_with(REFUSED), "{url}: {err}");
     }
@@ -151,9 +113,8 @@ async fn every_private_address_and_a_rebinding_name_are_refused() {
     // of the same name answers loopback and is refused.
     let err = get(&host, "http://rebind.test/rebind").await.expect_err("rebinding");
     assert_eq!(err, format!("tool_error: fetch(\"http://rebind.test/again\") {REFUSED}"));
-    let attempts = net.connector.attempts();
-    let public: std::net::SocketAddr = format!("{PUBLIC}:80").parse().expect("addr");
-    assert_eq!(attempts, [public, public], "only vetted addresses were connected");
+    let public = private::public_addr();
+    assert_eq!(net.connector.attempts(), [public, public], "only vetted addresses were connected");
     assert_eq!(*seen.lock().expect("lock"), ["GET /private HTTP/1.1", "GET /rebind HTTP/1.1"]);
 
     let page = get(&host, "http://public.test/moved").await.unwrap_or_else(|e| panic!("{e}"));

@@ -39,5 +39,6 @@ mod typed_exports;
 mod wasi_config;
 mod wasi_escape;
 mod wasi_http;
+mod wasi_http_client;
 mod web;
 mod write_quota;

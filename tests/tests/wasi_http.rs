@@ -9,11 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost::{FetchLimits, Host, LoadError, NetworkSettings, ToolCall, ToolResult};
-use toolhost_tests::net::{Net, RecordingConnector, Reply, Request, ScriptedResolver, server};
+use toolhost_tests::net::{Net, Reply, Request, server};
+use toolhost_tests::private;
 use toolhost_tests::{TEST_HTTP_WASM, test_engine_settings};
-
-/// A public-looking address the connector serves from the loopback test server.
-const PUBLIC: &str = "93.184.216.34";
 
 /// `/huge` streams 100 MB (declared), `/forever` a chunked body that never ends, `/drip`
 /// one byte every 200 ms, `/sink` reads the request body to its end first, `/redirect`
@@ -72,31 +70,9 @@ async fn a_loopback_server_is_reached_only_with_the_opt_out_and_a_granted_host()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn private_addresses_and_rebinding_names_are_refused_after_resolution() {
     let (addr, seen) = server(routes).await;
-    let net = Net::new(
-        ScriptedResolver::default()
-            .with("loop.test", &["127.0.0.1"])
-            .with("private.test", &["10.0.0.5"])
-            .with("metadata.test", &["169.254.169.254"])
-            .with("mixed.test", &[PUBLIC, "192.168.0.1"])
-            .with("v6.test", &["::1"])
-            .script("rebind.test", &[&[PUBLIC], &["127.0.0.1"]]),
-        RecordingConnector::default().map(PUBLIC, addr),
-    );
+    let net = private::net(addr);
     let host = host(&net, false, &["*"]).await;
-    let port = addr.port();
-    for url in [
-        format!("http://127.0.0.1:{port}/"),
-        "http://[::1]/".into(),
-        "http://[::ffff:127.0.0.1]/".into(),
-        "http://2130706433/".into(),
-        "http://169.254.169.254/latest/meta-data/".into(),
-        "http://localhost/".into(),
-        "http://loop.test/".into(),
-        "http://private.test/".into(),
-        "http://metadata.test/".into(),
-        "http://mixed.test/".into(),
-        "http://v6.test/".into(),
-    ] {
+    for url in private::urls(addr.port()) {
         let out = send(&host, json!({"url": url})).await;
         assert!(out.contains("DestinationIpProhibited"), "{url}: {out}");
     }
@@ -108,8 +84,7 @@ async fn private_addresses_and_rebinding_names_are_refused_after_resolution() {
         out.contains("1 × status 200") && out.contains("1 × error ErrorCode::DestinationIpProhibited"),
         "{out}"
     );
-    let attempts = net.connector.attempts();
-    assert_eq!(attempts, [format!("{PUBLIC}:80").parse().expect("addr")], "only the vetted address");
+    assert_eq!(net.connector.attempts(), [private::public_addr()], "only the vetted address");
     assert_eq!(seen.lock().expect("lock").len(), 1);
 
     let out = send(&host, json!({"url": "http://nowhere.test/"})).await;
@@ -120,10 +95,7 @@ async fn private_addresses_and_rebinding_names_are_refused_after_resolution() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redirect_is_the_guests_to_follow_and_a_hop_to_loopback_is_refused() {
     let (addr, _seen) = server(routes).await;
-    let net = Net::new(
-        ScriptedResolver::default().with("public.test", &[PUBLIC]),
-        RecordingConnector::default().map(PUBLIC, addr),
-    );
+    let net = private::net(addr);
     let host = host(&net, false, &["*"]).await;
     let out = send(&host, json!({"url": "http://public.test/redirect"})).await;
     assert_eq!(out, "status 302 read 0", "the host does not follow it");

@@ -8,6 +8,8 @@ use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt as _, Empty};
 use tokio::time::{Instant, Sleep};
 use wasmtime_wasi_http::WasiBody;
 use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode;
@@ -57,6 +59,64 @@ pub(super) fn request(body: WasiBody, limit: u64, deadline: Instant) -> Bounded<
         late: || ErrorCode::ConnectionWriteTimeout,
     };
     Bounded::new(body, limit, deadline, ends)
+}
+
+/// A request body as hyper gets it.
+pub(super) type Outgoing = UnsyncBoxBody<Bytes, ErrorCode>;
+
+/// What hyper is given of the guest's request `body` for a request with this `method` and
+/// `headers`: the body, or nothing for a GET, HEAD or CONNECT that declares no length.
+///
+/// hyper frames those as bodiless, and drops the body it was given as soon as the head is
+/// written. A guest may still be writing it then: `wstd` sends the head first and writes
+/// its (empty) body after, and a body dropped under it closes its stream, which `wstd`
+/// turns into a failed request ("connection reset") however fine the response. So the
+/// host reads such a body to its end itself, discarding it (none of it would be sent),
+/// in a task of its own: it must outlive a response that arrives, and a connection that
+/// ends, before the guest has written. The task is bounded as any request body: it ends
+/// at the body's end, at its size limit, at the request's deadline, or when the guest
+/// drops the body (as everything of a call is when the call ends).
+pub(super) fn outgoing(
+    body: Bounded<WasiBody, ErrorCode>,
+    method: &http::Method,
+    headers: &http::HeaderMap,
+) -> Outgoing {
+    use http::{Method, header};
+    let bodiless = matches!(*method, Method::GET | Method::HEAD | Method::CONNECT)
+        && !headers.contains_key(header::CONTENT_LENGTH)
+        && !headers.contains_key(header::TRANSFER_ENCODING);
+    if !bodiless {
+        return body.boxed_unsync();
+    }
+    drain(body);
+    empty()
+}
+
+/// An empty body for hyper.
+pub(super) fn empty() -> Outgoing {
+    Empty::new().map_err(|never| match never {}).boxed_unsync()
+}
+
+/// Read `body` to its end in a task of its own, discarding it (bounded as `body` is).
+fn drain(mut body: Bounded<WasiBody, ErrorCode>) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move { while let Some(Ok(_)) = body.frame().await {} });
+    }
+}
+
+/// The guest's request body until hyper is given it. A request refused before that
+/// (an address, a host, a limit) drops it untaken, and it is then read to its end like
+/// an unsent body ([`outgoing`]): the guest, perhaps still writing it, gets the refusal's
+/// error code rather than a body stream closed under it (`wstd` reported "connection
+/// reset" for a refused request that way, whichever came first).
+pub(super) struct Pending(pub(super) Option<Bounded<WasiBody, ErrorCode>>);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(body) = self.0.take() {
+            drain(body);
+        }
+    }
 }
 
 /// The response body, as the guest reads it.

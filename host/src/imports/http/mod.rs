@@ -3,7 +3,10 @@
 //! `toolhost:plugin/fetch`** ([`FetchClient`]): the plugin's host allow-list, private,
 //! loopback and link-local addresses refused after the one lookup, only a vetted address
 //! connected, the body and time limits, and the call's deadline. Redirects are the
-//! guest's to follow, each one a new request through the same checks.
+//! guest's to follow, each one a new request through the same checks. A GET, HEAD or
+//! CONNECT that declares no body length goes without one, as hyper sends it; the host
+//! still reads what the guest writes to its body, so a client that sends the head
+//! before finishing an empty body (`wstd`) does not find it closed (`body::outgoing`).
 //!
 //! A component may import `wasi:http` only when its network grant lists hosts (the
 //! `network` policy key, as for `fetch`); `wasi:http/incoming-handler` is never provided.

@@ -132,6 +132,8 @@ impl Sender {
         let limits = self.client.limits().clone();
         let deadline = Instant::from_std(self.call.deadline).min(Instant::now() + limits.timeout);
         let (mut parts, body) = request.into_parts();
+        // Refused before hyper takes it, the body is still read to its end (`body::Pending`).
+        let mut body = body::Pending(Some(body::request(body, limits.max_request_body as u64, deadline)));
         vet::vet_method(parts.method.as_str())
             .map_err(|m| Refusal::new(ErrorCode::HttpRequestMethodInvalid, "method", m))?;
         let url = self.client.check_url(&self.grant, &parts.uri.to_string()).map_err(denied)?;
@@ -172,7 +174,8 @@ impl Sender {
             .handshake(TokioIo::new(stream))
             .await
             .map_err(protocol)?;
-        let body = body::request(body, limits.max_request_body as u64, deadline);
+        let body =
+            body.0.take().map_or_else(body::empty, |b| body::outgoing(b, &parts.method, &parts.headers));
         let request = Request::from_parts(parts, body);
         let mut connection = Box::pin(connection);
         let response = tokio::time::timeout_at(deadline, async {
