@@ -9,7 +9,7 @@
 
 use std::net::SocketAddr;
 
-use crate::net::{Net, RecordingConnector, ScriptedResolver};
+use crate::net::{Net, RecordingConnector, Reply, Request, ScriptedResolver};
 
 /// A public-looking address the connector of [`net`] serves from the loopback test server.
 pub const PUBLIC: &str = "93.184.216.34";
@@ -81,4 +81,20 @@ pub fn urls(port: u16) -> Vec<String> {
         .map(String::from),
     );
     urls
+}
+
+/// The hostile answers the client tests share: `/huge` streams 100 MB (declared),
+/// `/forever` a chunked body that never ends, `/drip` one byte every 200 ms, `/private`
+/// redirects to 127.0.0.1, `/rebind` to `rebind.test` (which rebinds), `/moved` to
+/// `/page`; `None` for any other path (the test's own page).
+pub fn hostile_reply(request: &Request) -> Option<Reply> {
+    Some(match request.target.as_str() {
+        "/huge" => Reply::Stream(100_000_000),
+        "/forever" => Reply::Forever,
+        "/drip" => Reply::Drip,
+        "/private" => Reply::Redirect("http://127.0.0.1/admin".into()),
+        "/rebind" => Reply::Redirect("http://rebind.test/again".into()),
+        "/moved" => Reply::Redirect("/page".into()),
+        _ => return None,
+    })
 }

@@ -19,19 +19,9 @@ use toolhost_tests::net::{Net, Reply, Request, server};
 use toolhost_tests::private;
 use toolhost_tests::{example_wasm, toolhost_bin, workspace_root};
 
-/// `/huge` streams 100 MB, `/forever` never ends, `/drip` one byte every 200 ms,
-/// `/private` redirects to 127.0.0.1, `/rebind` to `rebind.test` (which rebinds),
-/// `/moved` to `/page`; anything else is a short HTML page.
+/// [`private::hostile_reply`]'s paths; anything else is a short HTML page.
 fn routes(request: &Request) -> Reply {
-    match request.target.as_str() {
-        "/huge" => Reply::Stream(100_000_000),
-        "/forever" => Reply::Forever,
-        "/drip" => Reply::Drip,
-        "/private" => Reply::Redirect("http://127.0.0.1/admin".into()),
-        "/rebind" => Reply::Redirect("http://rebind.test/again".into()),
-        "/moved" => Reply::Redirect("/page".into()),
-        _ => Reply::Ok(b"<h1>hello from loopback</h1>".to_vec()),
-    }
+    private::hostile_reply(request).unwrap_or_else(|| Reply::Ok(b"<h1>hello from loopback</h1>".to_vec()))
 }
 
 /// What StarlingMonkey's `fetch()` rejects with when the host refuses a request, whatever

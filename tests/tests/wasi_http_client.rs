@@ -21,19 +21,9 @@ use toolhost_tests::TEST_HTTP_CLIENT_WASM;
 use toolhost_tests::net::{Net, Reply, Request, server};
 use toolhost_tests::private;
 
-/// `/huge` streams 100 MB (declared), `/forever` a chunked body that never ends, `/drip`
-/// one byte every 200 ms, `/private` redirects to 127.0.0.1, `/rebind` to `rebind.test`
-/// (which rebinds), `/moved` to `/page`; anything else is `hello`.
+/// [`private::hostile_reply`]'s paths; anything else is `hello`.
 fn routes(request: &Request) -> Reply {
-    match request.target.as_str() {
-        "/huge" => Reply::Stream(100_000_000),
-        "/forever" => Reply::Forever,
-        "/drip" => Reply::Drip,
-        "/private" => Reply::Redirect("http://127.0.0.1/admin".into()),
-        "/rebind" => Reply::Redirect("http://rebind.test/again".into()),
-        "/moved" => Reply::Redirect("/page".into()),
-        _ => Reply::Ok(b"hello".to_vec()),
-    }
+    private::hostile_reply(request).unwrap_or_else(|| Reply::Ok(b"hello".to_vec()))
 }
 
 async fn host_with(net: &Net, allow_private: bool, hosts: &[&str], limits: FetchLimits) -> Host {
