@@ -65,6 +65,26 @@ impl CompileCache {
         }
     }
 
+    /// The cached artifact for `sha256`; when there is none, `artifact` (code
+    /// the binary carries, compiled for this engine's settings) is written
+    /// first and loaded from the file. `None` when it cannot be written or
+    /// does not load (then no file is left behind).
+    pub(crate) fn load_or_keep(
+        &self,
+        engine: &wasmtime::Engine,
+        sha256: &str,
+        artifact: &[u8],
+    ) -> Option<Component> {
+        if let Some(component) = self.load(engine, sha256) {
+            return Some(component);
+        }
+        if let Err(err) = self.write(sha256, artifact) {
+            tracing::warn!(dir = %self.dir.display(), "could not write the compile cache: {err:#}");
+            return None;
+        }
+        self.load(engine, sha256)
+    }
+
     /// Save `component` for `sha256`. A failure only costs a recompile next
     /// time, so it is logged, not returned.
     pub(crate) fn store(&self, sha256: &str, component: &Component) {
@@ -74,10 +94,14 @@ impl CompileCache {
     }
 
     fn try_store(&self, sha256: &str, component: &Component) -> anyhow::Result<()> {
+        self.write(sha256, &component.serialize()?)
+    }
+
+    /// Write `artifact` for `sha256` atomically into the private directory.
+    fn write(&self, sha256: &str, artifact: &[u8]) -> anyhow::Result<()> {
         crate::protect::hostfs::create_private_dir(&self.dir)?;
         owned_by_us(&self.dir).map_err(anyhow::Error::msg)?;
-        let bytes = component.serialize()?;
-        crate::protect::hostfs::write_atomic(&self.path(sha256), &bytes, Some(0o600))?;
+        crate::protect::hostfs::write_atomic(&self.path(sha256), artifact, Some(0o600))?;
         Ok(())
     }
 }
