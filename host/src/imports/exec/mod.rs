@@ -59,7 +59,7 @@
 //!
 //! Modules: [`confine`] (the child's steps before `exec`) and `clone` (starting
 //! it without `fork`), the only `unsafe` code; `process` (what to run, prepared
-//! for `clone`, and waiting on the child's pidfd),
+//! for `clone`, and waiting on the child's pidfd), `step` (which step failed),
 //! `landlock` (the rulesets, and what a child may reach at all), `seccomp`,
 //! `mounts` (the child's root, planned in the parent), `protect_walk` and
 //! `protect_check` (protected paths before and after), [`cgroup`], `capture`
@@ -83,6 +83,7 @@ mod resident;
 mod runtime;
 mod seccomp;
 pub(crate) mod spawn;
+mod step;
 pub(crate) mod table;
 
 pub use grant::ExecGrant;
