@@ -1,7 +1,8 @@
-//! What a child does to itself between `fork` and `exec`: the confinement steps,
+//! What a child does to itself between `clone` and `exec`: the confinement steps,
 //! prepared in the parent ([`super::landlock::Confiner`], [`ChildSetup`],
-//! [`MountOp`]s) so that the child only makes raw system calls (after `fork` in a
-//! threaded process nothing may allocate or take a lock).
+//! [`MountOp`]s) so that the child only makes raw system calls (it shares the
+//! host's memory while the host's other threads run: nothing may allocate or take
+//! a lock; see `super::clone`).
 //!
 //! Order, in the child: join the call's pids cgroup → die with the host
 //! (`PR_SET_PDEATHSIG`) → `setsid` (own session and process group) → rlimits → new
@@ -15,13 +16,13 @@
 //! Landlock does not cover: set-uid bits, `mknod`, and mode/owner/time changes in
 //! read-only calls) → every descriptor above 2 marked close-on-exec
 //! (`close_range`), last, so that nothing the host holds open (from its parent, a
-//! library, a test harness) reaches the program, while std's own close-on-exec pipe
-//! still reports a failed `exec`.
+//! library, a test harness) reaches the program. A failed step is reported to the
+//! host by name ([`Step`]) with its `errno`.
 //!
 //! Landlock keeps a confined child from mounting, unmounting or pivoting again, so
 //! the read-only binds hold for everything it starts.
 //!
-//! This is the only module with `unsafe` code: `pre_exec` and the libc calls. Each
+//! With `super::clone`, the only modules with `unsafe` code: the libc calls. Each
 //! block says why it is sound.
 
 #![allow(unsafe_code)]
@@ -33,6 +34,7 @@ use std::path::PathBuf;
 
 use super::ChildLimits;
 pub(crate) use super::mounts::MountOp;
+pub(crate) use super::step::{SetupFailed, Step};
 
 /// `mount_setattr(2)` (Linux 5.12), the same number on every architecture.
 const SYS_MOUNT_SETATTR: libc::c_long = 442;
@@ -84,8 +86,8 @@ impl IdMaps {
     }
 }
 
-/// Everything one child applies to itself, as plain values (moved into the
-/// `pre_exec` closure, which only reads them).
+/// Everything one child applies to itself, as plain values (the child only reads
+/// them).
 #[derive(Debug, Clone)]
 pub(crate) struct ChildSetup {
     /// The Landlock ruleset to apply (`None`: unconfined).
@@ -148,33 +150,26 @@ impl ChildSetup {
         }
     }
 
-    /// Install the steps on `cmd`, to run in the child before `exec`.
-    pub(crate) fn install(self, cmd: &mut std::process::Command) {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: the closure runs in the forked child before exec. It only makes
-        // system calls on values moved in (integers, C strings and a program the
-        // parent keeps alive), reads them without allocating, and takes no lock, so
-        // it is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(move || self.apply());
-        }
-    }
-
-    /// The steps, in order. Runs in the forked child: system calls only.
-    fn apply(&self) -> io::Result<()> {
+    /// The steps, in order. Runs in the child between `clone` and `exec`
+    /// (`super::clone`), sharing the host's memory: system calls only, nothing that
+    /// allocates or takes a lock. The error names the step that failed.
+    pub(super) fn apply(&self) -> Result<(), SetupFailed> {
+        let at = |step: Step| move |e: io::Error| SetupFailed { step, errno: e.raw_os_error().unwrap_or(0) };
         // SAFETY (every call below): plain system calls with valid integer arguments
         // and pointers to live stack values, static data or C strings owned by
         // `self`.
         unsafe {
             if let Some(fd) = self.cgroup_procs {
                 let zero = b"0\n";
-                check(libc::write(fd, zero.as_ptr().cast(), zero.len()) as libc::c_long)?;
+                check(libc::write(fd, zero.as_ptr().cast(), zero.len()) as libc::c_long)
+                    .map_err(at(Step::Cgroup))?;
             }
-            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0).into())?;
-            check(libc::setsid().into())?;
+            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0).into())
+                .map_err(at(Step::DeathSignal))?;
+            check(libc::setsid().into()).map_err(at(Step::Session))?;
             let limit = |resource, soft: u64, hard: u64| {
                 let rl = libc::rlimit { rlim_cur: soft, rlim_max: hard };
-                check(libc::setrlimit(resource, &rl).into())
+                check(libc::setrlimit(resource, &rl).into()).map_err(at(Step::Limits))
             };
             limit(libc::RLIMIT_CPU, self.cpu_seconds, self.cpu_seconds + 1)?;
             limit(libc::RLIMIT_AS, self.memory_bytes, self.memory_bytes)?;
@@ -183,16 +178,17 @@ impl ChildSetup {
             // reports, instead of SIGXFSZ killing it without a word (an ignored signal
             // stays ignored across exec).
             if libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR {
-                return Err(io::Error::last_os_error());
+                return Err(at(Step::Limits)(io::Error::last_os_error()));
             }
             limit(libc::RLIMIT_CORE, 0, 0)?;
             if self.namespaces {
                 let mount = if self.mounts.is_empty() { 0 } else { libc::CLONE_NEWNS };
-                check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET | mount).into())?;
+                check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET | mount).into())
+                    .map_err(at(Step::Namespaces))?;
                 if let Some(ids) = &self.ids {
-                    write_file(c"/proc/self/setgroups", c"deny")?;
-                    write_file(c"/proc/self/uid_map", &ids.uid_map)?;
-                    write_file(c"/proc/self/gid_map", &ids.gid_map)?;
+                    write_file(c"/proc/self/setgroups", c"deny").map_err(at(Step::IdMaps))?;
+                    write_file(c"/proc/self/uid_map", &ids.uid_map).map_err(at(Step::IdMaps))?;
+                    write_file(c"/proc/self/gid_map", &ids.gid_map).map_err(at(Step::IdMaps))?;
                 }
             }
             // After the new user namespace: there the limit counts only the child's
@@ -205,26 +201,30 @@ impl ChildSetup {
             if self.namespaces
                 && let Some(loopback) = &self.loopback
             {
-                listen_inside(loopback)?;
+                listen_inside(loopback).map_err(at(Step::Loopback))?;
             }
             for op in &self.mounts {
-                run(op)?;
+                run(op).map_err(at(Step::Root))?;
             }
             if let Some(last) = self.drop_caps {
-                drop_capabilities(last)?;
+                drop_capabilities(last).map_err(at(Step::Capabilities))?;
             }
-            check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0).into())?;
+            check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0).into())
+                .map_err(at(Step::NoNewPrivs))?;
             if let Some(fd) = self.ruleset {
-                check(libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32))?;
+                check(libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32))
+                    .map_err(at(Step::Landlock))?;
             }
             if let Some((addr, len)) = self.seccomp {
                 let prog = libc::sock_fprog { len, filter: addr as *mut libc::sock_filter };
                 check(
                     libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER as libc::c_ulong, &prog)
                         .into(),
-                )?;
+                )
+                .map_err(at(Step::Seccomp))?;
             }
-            check(libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC))?;
+            check(libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC))
+                .map_err(at(Step::Descriptors))?;
         }
         Ok(())
     }

@@ -57,7 +57,9 @@
 //! changed since the previous walk (see BENCHMARKS.md); past
 //! 250,000 directories it refuses to start a writing child.
 //!
-//! Modules: [`confine`] (the child's pre-exec steps; the only `unsafe` code),
+//! Modules: [`confine`] (the child's steps before `exec`) and `clone` (starting
+//! it without `fork`), the only `unsafe` code; `process` (what to run, prepared
+//! for `clone`, and waiting on the child's pidfd), `step` (which step failed),
 //! `landlock` (the rulesets, and what a child may reach at all), `seccomp`,
 //! `mounts` (the child's root, planned in the parent), `protect_walk` and
 //! `protect_check` (protected paths before and after), [`cgroup`], `capture`
@@ -66,12 +68,14 @@
 
 mod capture;
 pub(crate) mod cgroup;
+mod clone;
 pub(crate) mod confine;
 mod grant;
 mod growth;
 pub(crate) mod host;
 mod landlock;
 mod mounts;
+mod process;
 mod protect_check;
 mod protect_walk;
 mod request;
@@ -79,6 +83,7 @@ mod resident;
 mod runtime;
 mod seccomp;
 pub(crate) mod spawn;
+mod step;
 pub(crate) mod table;
 
 pub use grant::ExecGrant;

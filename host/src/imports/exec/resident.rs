@@ -17,15 +17,19 @@
 //! The host must start it from a thread that outlives it (a runtime worker, never
 //! a `spawn_blocking` thread): `PR_SET_PDEATHSIG` kills it when that thread ends.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
+
+use tokio::net::unix::pipe::{Receiver, Sender};
 
 use super::ChildLimits;
 use super::cgroup::ChildCgroup;
 use super::confine::{self, ChildSetup, Loopback, is_root};
 use super::landlock::{Confiner, child_root};
+use super::process::{self, Output, Process, Spawn, Spawned};
 use super::protect_check::Watch;
 use super::runtime::ExecRuntime;
 use super::spawn::SpawnError;
@@ -58,17 +62,17 @@ pub(crate) struct ResidentSpec {
 /// A running resident child and everything needed to stop it.
 #[derive(Debug)]
 pub(crate) struct Resident {
-    child: tokio::process::Child,
+    process: Process,
     pid: u32,
     /// Its user namespace, to find its tree by when there is no cgroup.
     userns: Option<OsString>,
     cgroup: Option<ChildCgroup>,
     /// Its stdin (the host writes requests).
-    pub(crate) stdin: Option<tokio::process::ChildStdin>,
+    pub(crate) stdin: Option<Sender>,
     /// Its stdout (the host reads answers).
-    pub(crate) stdout: Option<tokio::process::ChildStdout>,
+    pub(crate) stdout: Option<Receiver>,
     /// Its stderr (the host logs it).
-    pub(crate) stderr: Option<tokio::process::ChildStderr>,
+    pub(crate) stderr: Option<Receiver>,
     /// The listener inside its namespace, when it was asked for.
     pub(crate) listener: Option<std::net::TcpListener>,
 }
@@ -120,19 +124,18 @@ impl ExecRuntime {
             }
             None => None,
         };
-        let mut cmd = tokio::process::Command::new(&spec.program);
-        use std::os::unix::process::CommandExt;
-        cmd.as_std_mut().arg0(&spec.arg0);
-        cmd.args(&spec.args)
-            .current_dir(&spec.cwd)
-            .env_clear()
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        setup.install(cmd.as_std_mut());
-        let spawned = cmd.spawn();
+        let spawned = process::spawn(
+            &Spawn {
+                program: &spec.program,
+                arg0: &spec.arg0,
+                args: &spec.args,
+                env: spec.env.iter().map(|(k, v)| (OsStr::new(k), OsStr::new(v))).collect(),
+                cwd: &spec.cwd,
+                stdin: true,
+                output: Output::Pipes,
+            },
+            &setup,
+        );
         // The rulesets and filter were read by the child before `exec`; the socket
         // pair's child end goes now, so a dead child is seen as one.
         drop(confiner);
@@ -150,15 +153,17 @@ impl ExecRuntime {
             }
             None => None,
         };
-        let mut child =
-            spawned.map_err(|e| SpawnError::Failed(format!("{}: {e}", spec.program.display())))?;
-        let pid = child.id().unwrap_or(0);
+        let Spawned { process, stdin, stdout, stderr } =
+            spawned.map_err(|e| SpawnError::Failed(e.to_string()))?;
+        let pid = process.id();
         let userns = if cgroup.is_none() { confine::user_namespace(pid) } else { None };
+        let pipe = |e: std::io::Error| SpawnError::Failed(format!("pipe: {e}"));
+        let receiver = |fd: Option<OwnedFd>| fd.map(Receiver::from_owned_fd).transpose().map_err(pipe);
         Ok(Resident {
-            stdin: child.stdin.take(),
-            stdout: child.stdout.take(),
-            stderr: child.stderr.take(),
-            child,
+            stdin: stdin.map(Sender::from_owned_fd).transpose().map_err(pipe)?,
+            stdout: receiver(stdout)?,
+            stderr: receiver(stderr)?,
+            process,
             pid,
             userns,
             cgroup,
@@ -184,15 +189,14 @@ impl Resident {
 
     /// Wait for the leader to end.
     pub(crate) async fn wait(&mut self) -> std::io::Result<ExitStatus> {
-        self.child.wait().await
+        self.process.wait().await
     }
 }
 
 impl Drop for Resident {
     fn drop(&mut self) {
+        // The leader itself is killed and reaped when `process` drops.
         self.kill();
-        let _ = self.child.start_kill();
-        let _ = self.child.try_wait();
         // Removing the cgroup waits for the killed processes to leave it: off the
         // caller's task when there is a runtime to do it on.
         if let Some(cgroup) = self.cgroup.take() {

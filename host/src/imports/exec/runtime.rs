@@ -324,10 +324,9 @@ fn probe(confinement: &Confinement, settings: &ExecSettings, cwd: &Path) -> Resu
         .find(|p| Path::new(p).exists())
         .ok_or("no `true` to probe with")?;
     let (setup, cgroup) = confinement.setup(&settings.limits, false, cwd, &[])?;
-    let mut cmd = std::process::Command::new(program);
-    cmd.env_clear().stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
-    setup.install(&mut cmd);
-    let outcome = cmd.status();
+    let outcome = super::process::spawn(&probe_spawn(Path::new(program), cwd), &setup)
+        .map_err(|e| e.to_string())
+        .and_then(|mut spawned| spawned.process.wait_blocking().map_err(|e| e.to_string()));
     if let Some(c) = cgroup {
         c.remove();
     }
@@ -340,9 +339,25 @@ fn probe(confinement: &Confinement, settings: &ExecSettings, cwd: &Path) -> Resu
     }
 }
 
+/// `program` with no argument, environment or input, in `cwd`.
+fn probe_spawn<'a>(program: &'a Path, cwd: &'a Path) -> super::process::Spawn<'a> {
+    super::process::Spawn {
+        program,
+        arg0: "true",
+        args: &[],
+        env: Vec::new(),
+        cwd,
+        stdin: false,
+        output: super::process::Output::Null,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::imports::exec::clone::ChildFailed;
+    use crate::imports::exec::confine::{SetupFailed, Step};
+    use crate::imports::exec::process::Failed;
     use std::os::unix::fs::MetadataExt;
 
     /// A protected path swapped for another between the walk and the child's bind
@@ -358,14 +373,16 @@ mod tests {
         let run = |ino: u64| {
             let bind = ProtectBind { path: work.join(".git"), read_only: true, dev: meta.dev(), ino };
             let (setup, cgroup) = confinement.setup(&runtime.settings.limits, true, &work, &[bind]).unwrap();
-            let mut cmd = std::process::Command::new("/usr/bin/true");
-            setup.install(&mut cmd);
-            let status = cmd.status();
+            let spawned =
+                super::super::process::spawn(&probe_spawn(Path::new("/usr/bin/true"), &work), &setup);
+            let status = spawned.map(|mut s| s.process.wait_blocking().unwrap());
             drop(cgroup);
             status
         };
         assert!(run(meta.ino()).unwrap().success());
         let err = run(meta.ino() + 1).expect_err("the child started");
-        assert_eq!(err.raw_os_error(), Some(libc::ESTALE), "{err}");
+        let expected = SetupFailed { step: Step::Root, errno: libc::ESTALE };
+        assert!(matches!(err.failed, Failed::Child(ChildFailed::Setup(f)) if f == expected), "{err}");
+        assert!(err.to_string().contains("building its own root: Stale file handle"), "{err}");
     }
 }

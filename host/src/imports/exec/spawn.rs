@@ -8,25 +8,27 @@
 //! readers are given a moment to drain what was written before.
 //!
 //! If the future is dropped midway (the call's own deadline passed), [`TreeGuard`]
-//! kills the whole tree on drop.
+//! kills the whole tree on drop, and the leader is reaped (`super::process`).
 //!
 //! A writing child's protected paths are checked once its whole tree is dead
 //! (`super::protect_check`): what it created there is removed and the spawn fails
 //! with [`SpawnError::Protected`]. When the future is dropped first, the guard still
 //! runs the check (off the call's path) after killing the tree.
 
+use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
+use tokio::net::unix::pipe::{Receiver, Sender};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use super::capture::Captured;
 use super::capture::read_capped;
 use super::cgroup::ChildCgroup;
 use super::confine::{self, ChildSetup};
+use super::process::{self, Output, Spawn, Spawned};
 use super::protect_check::Watch;
 use super::request::SpawnRequest;
 use super::table::{ProcessState, ProcessTable};
@@ -167,62 +169,51 @@ pub(super) async fn run(
     cancel: &CancellationToken,
 ) -> Result<Finished, SpawnError> {
     let started = Instant::now();
-    let mut cmd = tokio::process::Command::new(&req.program);
-    cmd.arg0(&req.arg0)
-        .args(&req.args)
-        .current_dir(&req.cwd)
-        .env_clear()
-        .env("PATH", path_var)
-        .env("HOME", &req.cwd)
-        .env("TMPDIR", &req.cwd)
-        .env("LANG", "C.UTF-8")
-        .envs(req.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if req.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .kill_on_drop(true);
-    let merged = if req.merge_stderr {
-        let (reader, writer) = std::io::pipe().map_err(|e| SpawnError::Failed(format!("pipe: {e}")))?;
-        let second = writer.try_clone().map_err(|e| SpawnError::Failed(format!("pipe: {e}")))?;
-        cmd.stdout(Stdio::from(writer)).stderr(Stdio::from(second));
-        Some(OwnedFd::from(reader))
-    } else {
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        None
-    };
+    let (cwd, path) = (req.cwd.as_os_str(), OsStr::new(path_var));
+    let fixed = [("PATH", path), ("HOME", cwd), ("TMPDIR", cwd), ("LANG", OsStr::new("C.UTF-8"))];
+    let granted = req.env.iter().map(|(k, v)| (k.as_str(), OsStr::new(v)));
+    let spawned = process::spawn(
+        &Spawn {
+            program: &req.program,
+            arg0: &req.arg0,
+            args: &req.args,
+            env: fixed.into_iter().chain(granted).map(|(k, v)| (OsStr::new(k), v)).collect(),
+            cwd: &req.cwd,
+            stdin: req.stdin.is_some(),
+            output: if req.merge_stderr { Output::Merged } else { Output::Pipes },
+        },
+        &setup,
+    );
     let namespaces = setup.namespaces;
-    setup.install(cmd.as_std_mut());
-    let spawned = cmd.spawn();
-    // The parent's copies of the merged pipe's write end go with the command.
-    drop(cmd);
-    let mut child = spawned.map_err(|e| SpawnError::Failed(format!("{}: {e}", req.program.display())))?;
-    let pid = child.id().unwrap_or(0);
+    // The rulesets, filter and cgroup descriptor were used by the child before
+    // `exec`: the setup's part is done.
+    drop(setup);
+    let Spawned { mut process, stdin, stdout, stderr } =
+        spawned.map_err(|e| SpawnError::Failed(e.to_string()))?;
+    let pid = process.id();
     let entry = table.started(pid, &req.display, &req.started_by, &req.call_id);
     let userns = if namespaces && cgroup.is_none() { confine::user_namespace(pid) } else { None };
     let mut guard = TreeGuard { pgid: pid, userns, cgroup, table, entry, recorded: false, watch };
 
-    if let (Some(bytes), Some(mut stdin)) = (req.stdin, child.stdin.take()) {
+    let pipe_error = |e: std::io::Error| SpawnError::Failed(format!("pipe: {e}"));
+    if let (Some(bytes), Some(stdin)) = (req.stdin, stdin) {
+        let mut stdin = Sender::from_owned_fd(stdin).map_err(pipe_error)?;
         tokio::spawn(async move {
             let _ = stdin.write_all(&bytes).await;
         });
     }
     let cap = req.max_output;
-    let stdout = match merged {
-        Some(fd) => match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
-            Ok(rx) => tokio::spawn(read_capped(rx, cap)),
-            Err(e) => return Err(SpawnError::Failed(format!("pipe: {e}"))),
-        },
-        None => match child.stdout.take() {
-            Some(out) => tokio::spawn(read_capped(out, cap)),
+    let reader = |fd: Option<OwnedFd>| -> Result<_, SpawnError> {
+        Ok(match fd {
+            Some(fd) => tokio::spawn(read_capped(Receiver::from_owned_fd(fd).map_err(pipe_error)?, cap)),
             None => tokio::spawn(async { Captured::default() }),
-        },
+        })
     };
-    let stderr = match child.stderr.take() {
-        Some(err) => tokio::spawn(read_capped(err, cap)),
-        None => tokio::spawn(async { Captured::default() }),
-    };
+    let (stdout, stderr) = (reader(stdout)?, reader(stderr)?);
 
     let end = tokio::select! {
         biased;
-        status = child.wait() => End::Exited(status),
+        status = process.wait() => End::Exited(status),
         _ = cancel.cancelled() => End::Cancelled,
         _ = tokio::time::sleep(req.timeout) => End::TimedOut,
     };
@@ -231,7 +222,7 @@ pub(super) async fn run(
     let (timed_out, cancelled) = (matches!(end, End::TimedOut), matches!(end, End::Cancelled));
     let status = match end {
         End::Exited(status) => status,
-        End::TimedOut | End::Cancelled => child.wait().await,
+        End::TimedOut | End::Cancelled => process.wait().await,
     };
     let duration = started.elapsed();
     let drain = |task: tokio::task::JoinHandle<Captured>| async move {
@@ -278,3 +269,7 @@ pub(super) async fn run(
         cancelled,
     })
 }
+
+#[cfg(test)]
+#[path = "spawn_tests.rs"]
+mod tests;
