@@ -592,7 +592,8 @@ fn timed_decisions(host: &Host, tool: &str, read_only: bool, args: &serde_json::
 }
 
 /// The Python and JavaScript examples (built by `scripts/examples`): loading them
-/// with and without the compile cache, and one call each through the executor.
+/// with and without the compile cache, and calls of each through the executor: its
+/// trivial tool, then its real one.
 async fn examples() {
     let dir = tempfile::tempdir().expect("tempdir");
     let csv: String = std::iter::once("name,age,city\n".to_string())
@@ -601,9 +602,11 @@ async fn examples() {
     std::fs::write(dir.path().join("people.csv"), csv).expect("write");
     let md: String = (0..50).map(|i| format!("# Part {i}\n\ntext\n\n## Section {i}.1\n\nmore\n")).collect();
     std::fs::write(dir.path().join("doc.md"), md).expect("write");
-    for (name, tool, args) in [
-        ("csv_summary", "csv_summary", json!({"path": "people.csv"})),
-        ("markdown_outline", "markdown_outline", json!({"path": "doc.md"})),
+    // Each component also has a trivial tool (`py_echo`, `js_echo`): its calls
+    // are the fixed cost of a call to that component, apart from the work.
+    for (name, tool, args, echo) in [
+        ("csv_summary", "csv_summary", json!({"path": "people.csv"}), "py_echo"),
+        ("markdown_outline", "markdown_outline", json!({"path": "doc.md"}), "js_echo"),
     ] {
         let wasm = toolhost_tests::example_wasm(name);
         let cache = tempfile::tempdir().expect("tempdir");
@@ -626,6 +629,7 @@ async fn examples() {
         let (_, cold) = build().await;
         let (host, warm) = build().await;
         println!("{name:<44} load: compile {cold:>9.1?}  cached {warm:>9.1?}");
+        report(&format!("{echo} through the executor"), timed_calls(&host, echo, json!({"text": "hi"}), 300).await);
         report(&format!("{tool} through the executor"), timed_calls(&host, tool, args, 300).await);
     }
 }

@@ -1,4 +1,4 @@
-"""`csv_summary`: a toolhost tool written in Python.
+"""`csv_summary`: a toolhost tool written in Python (and `py_echo`, a trivial one).
 
 Summarises a CSV file in the work directory: row and column counts, and per
 column its inferred type (integer, number or text), how many cells are empty,
@@ -59,6 +59,20 @@ PARAMETERS = {
         },
     },
     "required": ["path"],
+    "additionalProperties": False,
+}
+
+# `py_echo` does no work at all: what a call to it costs is what any call to
+# this component costs (a fresh instance of the interpreter snapshot, the
+# arguments in, the output out), measured apart from `csv_summary`'s work.
+ECHO_NAME = "py_echo"
+
+ECHO_DESCRIPTION = "Return `text` unchanged. A trivial tool: it measures what a call to a Python tool costs."
+
+ECHO_PARAMETERS = {
+    "type": "object",
+    "properties": {"text": {"type": "string", "description": "What to return."}},
+    "required": ["text"],
     "additionalProperties": False,
 }
 
@@ -208,17 +222,29 @@ class Tools(exports.Tools):
                 read_only=True,
                 destructive=False,
                 timeout_ms=None,
-            )
+            ),
+            types.ToolSpec(
+                name=ECHO_NAME,
+                description=ECHO_DESCRIPTION,
+                parameters=json.dumps(ECHO_PARAMETERS),
+                read_only=True,
+                destructive=False,
+                timeout_ms=None,
+            ),
         ]
 
     def call(self, name, args_json, context):
         try:
-            if name != NAME:
+            if name not in (NAME, ECHO_NAME):
                 raise ToolFailure("unknown_tool", name)
             try:
                 args = json.loads(args_json)
             except json.JSONDecodeError as e:
                 raise ToolFailure("invalid_args", f"arguments are not JSON: {e}") from None
+            if name == ECHO_NAME:
+                if not isinstance(args.get("text"), str):
+                    raise ToolFailure("invalid_args", "text must be a string")
+                return types.ToolOutput(content=args["text"], display=None, metadata=None)
             content, metadata = summarise(args, context.work_dir)
         except ToolFailure as failure:
             raise Err(types.ToolError(code=failure.code, message=failure.message)) from None
