@@ -623,7 +623,10 @@ async fn examples() {
         let (_, cold) = build().await;
         let (host, warm) = build().await;
         println!("{name:<44} load: compile {cold:>9.1?}  cached {warm:>9.1?}");
-        report(&format!("{echo} through the executor"), timed_calls(&host, echo, json!({"text": "hi"}), 300).await);
+        report(
+            &format!("{echo} through the executor"),
+            timed_calls(&host, echo, json!({"text": "hi"}), 300).await,
+        );
         report(&format!("{tool} through the executor"), timed_calls(&host, tool, args, 300).await);
     }
 }
@@ -642,11 +645,11 @@ fn examples_work_dir() -> tempfile::TempDir {
 
 /// A host with only the `examples` named (by component), over `dir`.
 async fn examples_host(dir: &Path, cache: &Path, examples: &[&str]) -> Host {
-    let mut builder = Host::builder()
-        .work_dir(dir)
-        .without_builtins()
-        .stub_sockets(true)
-        .engine_settings(EngineSettings { cache_dir: Some(cache.to_path_buf()), ..EngineSettings::default() });
+    let mut builder =
+        Host::builder().work_dir(dir).without_builtins().stub_sockets(true).engine_settings(EngineSettings {
+            cache_dir: Some(cache.to_path_buf()),
+            ..EngineSettings::default()
+        });
     for name in examples {
         builder = builder.plugin_file(toolhost_tests::example_wasm(name));
     }
