@@ -28,6 +28,18 @@ fn main() {
     let which: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let wants = |name: &str| which.is_empty() || which.iter().any(|w| w == name);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    if which.first().map(String::as_str) == Some("example") {
+        // Ad-hoc, for profiling: bench example NAME ARGS_JSON [N] (a tool of the
+        // examples, over the `examples` work dir, compile cache in target/).
+        let (name, args) = (which[1].clone(), serde_json::from_str(&which[2]).expect("ARGS_JSON"));
+        let n = which.get(3).map_or(1000, |n| n.parse().expect("N"));
+        runtime.block_on(async {
+            let dir = examples_work_dir();
+            let host = examples_host(dir.path(), &bench_cache(), &["csv_summary", "markdown_outline"]).await;
+            report(&name, timed_calls_after(&host, &name, args, 20, n).await);
+        });
+        return;
+    }
     if which.first().map(String::as_str) == Some("call") {
         // Ad-hoc: bench call NAME ARGS_JSON (over a work dir with small.txt).
         let (name, args) = (which[1].clone(), serde_json::from_str(&which[2]).expect("ARGS_JSON"));
@@ -592,8 +604,35 @@ fn timed_decisions(host: &Host, tool: &str, read_only: bool, args: &serde_json::
 }
 
 /// The Python and JavaScript examples (built by `scripts/examples`): loading them
-/// with and without the compile cache, and one call each through the executor.
+/// with and without the compile cache, and calls of each through the executor: its
+/// trivial tool, then its real one.
 async fn examples() {
+    let dir = examples_work_dir();
+    // Each component also has a trivial tool (`py_echo`, `js_echo`): its calls
+    // are the fixed cost of a call to that component, apart from the work.
+    for (name, tool, args, echo) in [
+        ("csv_summary", "csv_summary", json!({"path": "people.csv"}), "py_echo"),
+        ("markdown_outline", "markdown_outline", json!({"path": "doc.md"}), "js_echo"),
+    ] {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let build = || async {
+            let started = Instant::now();
+            let host = examples_host(dir.path(), cache.path(), &[name]).await;
+            (host, started.elapsed())
+        };
+        let (_, cold) = build().await;
+        let (host, warm) = build().await;
+        println!("{name:<44} load: compile {cold:>9.1?}  cached {warm:>9.1?}");
+        report(
+            &format!("{echo} through the executor"),
+            timed_calls(&host, echo, json!({"text": "hi"}), 300).await,
+        );
+        report(&format!("{tool} through the executor"), timed_calls(&host, tool, args, 300).await);
+    }
+}
+
+/// A work dir with the examples' inputs: a 200-row CSV and a 50-section Markdown file.
+fn examples_work_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let csv: String = std::iter::once("name,age,city\n".to_string())
         .chain((0..200).map(|i| format!("person{i},{},{}\n", 20 + i % 50, ["Oslo", "Lima", "Pune"][i % 3])))
@@ -601,33 +640,20 @@ async fn examples() {
     std::fs::write(dir.path().join("people.csv"), csv).expect("write");
     let md: String = (0..50).map(|i| format!("# Part {i}\n\ntext\n\n## Section {i}.1\n\nmore\n")).collect();
     std::fs::write(dir.path().join("doc.md"), md).expect("write");
-    for (name, tool, args) in [
-        ("csv_summary", "csv_summary", json!({"path": "people.csv"})),
-        ("markdown_outline", "markdown_outline", json!({"path": "doc.md"})),
-    ] {
-        let wasm = toolhost_tests::example_wasm(name);
-        let cache = tempfile::tempdir().expect("tempdir");
-        let build = || async {
-            let started = Instant::now();
-            let host = Host::builder()
-                .work_dir(dir.path())
-                .without_builtins()
-                .stub_sockets(true)
-                .engine_settings(EngineSettings {
-                    cache_dir: Some(cache.path().to_path_buf()),
-                    ..EngineSettings::default()
-                })
-                .plugin_file(&wasm)
-                .build()
-                .await
-                .expect("example loads");
-            (host, started.elapsed())
-        };
-        let (_, cold) = build().await;
-        let (host, warm) = build().await;
-        println!("{name:<44} load: compile {cold:>9.1?}  cached {warm:>9.1?}");
-        report(&format!("{tool} through the executor"), timed_calls(&host, tool, args, 300).await);
+    dir
+}
+
+/// A host with only the `examples` named (by component), over `dir`.
+async fn examples_host(dir: &Path, cache: &Path, examples: &[&str]) -> Host {
+    let mut builder =
+        Host::builder().work_dir(dir).without_builtins().stub_sockets(true).engine_settings(EngineSettings {
+            cache_dir: Some(cache.to_path_buf()),
+            ..EngineSettings::default()
+        });
+    for name in examples {
+        builder = builder.plugin_file(toolhost_tests::example_wasm(name));
     }
+    builder.build().await.expect("examples load")
 }
 
 /// A child process through the sandbox (Landlock, namespaces, rlimits, pids cgroup,

@@ -1,4 +1,5 @@
-// `markdown_outline`: a toolhost tool written in JavaScript.
+// `markdown_outline`: a toolhost tool written in JavaScript (and `js_echo`, a
+// trivial one).
 //
 // Lists the headings of a Markdown file (ATX `# …` and setext underlined
 // ones, skipping fenced code blocks and front matter) with their line
@@ -36,6 +37,20 @@ const PARAMETERS = {
     },
   },
   required: ['path'],
+  additionalProperties: false,
+};
+
+// `js_echo` does no work at all: what a call to it costs is what any call to
+// this component costs (a fresh instance of the engine snapshot, the arguments
+// in, the output out), measured apart from `markdown_outline`'s work.
+const ECHO_NAME = 'js_echo';
+
+const ECHO_DESCRIPTION = 'Return `text` unchanged. A trivial tool: it measures what a call to a JavaScript tool costs.';
+
+const ECHO_PARAMETERS = {
+  type: 'object',
+  properties: { text: { type: 'string', description: 'What to return.' } },
+  required: ['text'],
   additionalProperties: false,
 };
 
@@ -226,17 +241,29 @@ export const tools = {
         destructive: false,
         timeoutMs: undefined,
       },
+      {
+        name: ECHO_NAME,
+        description: ECHO_DESCRIPTION,
+        parameters: JSON.stringify(ECHO_PARAMETERS),
+        readOnly: true,
+        destructive: false,
+        timeoutMs: undefined,
+      },
     ];
   },
 
   call(name, argsJson, context) {
     try {
-      if (name !== NAME) throw new ToolFailure('unknown_tool', name);
+      if (name !== NAME && name !== ECHO_NAME) throw new ToolFailure('unknown_tool', name);
       let args;
       try {
         args = JSON.parse(argsJson);
       } catch (err) {
         throw new ToolFailure('invalid_args', `arguments are not JSON: ${err.message}`);
+      }
+      if (name === ECHO_NAME) {
+        if (typeof args.text !== 'string') throw new ToolFailure('invalid_args', 'text must be a string');
+        return { content: args.text, display: undefined, metadata: undefined };
       }
       return run(args, context);
     } catch (err) {

@@ -1,4 +1,4 @@
-"""`csv_summary`: a toolhost tool written in Python.
+"""`csv_summary`: a toolhost tool written in Python (and `py_echo`, a trivial one).
 
 Summarises a CSV file in the work directory: row and column counts, and per
 column its inferred type (integer, number or text), how many cells are empty,
@@ -21,6 +21,7 @@ needs, including ones the standard library imports lazily (`heapq` for
 import csv
 import heapq  # noqa: F401 -- Counter.most_common imports it lazily; see below
 import io
+import itertools
 import json
 import os
 import statistics
@@ -61,6 +62,26 @@ PARAMETERS = {
     "required": ["path"],
     "additionalProperties": False,
 }
+
+# `py_echo` does no work at all: what a call to it costs is what any call to
+# this component costs (a fresh instance of the interpreter snapshot, the
+# arguments in, the output out), measured apart from `csv_summary`'s work.
+ECHO_NAME = "py_echo"
+
+ECHO_DESCRIPTION = "Return `text` unchanged. A trivial tool: it measures what a call to a Python tool costs."
+
+ECHO_PARAMETERS = {
+    "type": "object",
+    "properties": {"text": {"type": "string", "description": "What to return."}},
+    "required": ["text"],
+    "additionalProperties": False,
+}
+
+# What `detect_delimiter` chooses from, in order of preference, and how much of
+# the file it looks at.
+DELIMITERS = ",;\t|"
+SNIFF_ROWS = 20
+SNIFF_BYTES = 8192
 
 # Larger files are refused: the whole file is held in memory.
 MAX_BYTES = 8 * 1024 * 1024
@@ -121,10 +142,33 @@ def pick_delimiter(text, given):
                 "invalid_args", f"delimiter must be one character other than a quote or newline, got {given!r}"
             )
         return given
-    try:
-        return csv.Sniffer().sniff(text[:4096], delimiters=",;\t|").delimiter
-    except csv.Error:
-        return ","
+    return detect_delimiter(text)
+
+
+def detect_delimiter(text):
+    """The candidate delimiter that splits the first rows most consistently.
+
+    Each of `DELIMITERS` parses the first `SNIFF_ROWS` rows with the csv module's
+    C parser (so quoted fields count right); the winner splits the header into
+    more than one field and the most rows into as many fields as the header,
+    the earlier candidate on a tie; a comma when none does. (`csv.Sniffer`,
+    used before, tallies all 127 ASCII characters line by line in Python: on a
+    200-row file that was 15 million fuel, about 3 ms of every call.)
+    """
+    sample = text[: text.rfind("\n", 0, SNIFF_BYTES) + 1] or text[:SNIFF_BYTES]
+    best, best_score = ",", 0
+    for delimiter in DELIMITERS:
+        try:
+            reader = csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter)
+            rows = [row for row in itertools.islice(reader, SNIFF_ROWS) if row]
+        except csv.Error:
+            continue
+        if not rows or len(rows[0]) < 2:
+            continue
+        score = sum(1 for row in rows if len(row) == len(rows[0]))
+        if score > best_score:
+            best, best_score = delimiter, score
+    return best
 
 
 def number(cell):
@@ -140,6 +184,21 @@ def number(cell):
     return value if value == value and value not in (float("inf"), float("-inf")) else None
 
 
+def numeric_cells(cells):
+    """The cells as numbers, or None as soon as one is not a number.
+
+    A text column stops at its first cell: each cell that is not a number costs
+    two raised exceptions, which is most of the work on a text column otherwise.
+    """
+    numbers = []
+    for cell in cells:
+        value = number(cell.strip())
+        if value is None:
+            return None
+        numbers.append(value)
+    return numbers
+
+
 def fmt(value):
     return str(value) if isinstance(value, int) else f"{value:.6g}"
 
@@ -148,9 +207,9 @@ def summarise_column(name, cells, top):
     """Facts about one column: a line for the model and a dict for metadata."""
     present = [c for c in cells if c.strip() != ""]
     empty = len(cells) - len(present)
-    numbers = [number(c.strip()) for c in present]
+    numbers = numeric_cells(present)
     facts = {"name": name, "empty": empty}
-    if present and all(n is not None for n in numbers):
+    if present and numbers is not None:
         kind = "integer" if all(isinstance(n, int) for n in numbers) else "number"
         lo, hi, mean = min(numbers), max(numbers), statistics.fmean(numbers)
         facts.update(type=kind, min=lo, max=hi, mean=round(mean, 6))
@@ -208,17 +267,29 @@ class Tools(exports.Tools):
                 read_only=True,
                 destructive=False,
                 timeout_ms=None,
-            )
+            ),
+            types.ToolSpec(
+                name=ECHO_NAME,
+                description=ECHO_DESCRIPTION,
+                parameters=json.dumps(ECHO_PARAMETERS),
+                read_only=True,
+                destructive=False,
+                timeout_ms=None,
+            ),
         ]
 
     def call(self, name, args_json, context):
         try:
-            if name != NAME:
+            if name not in (NAME, ECHO_NAME):
                 raise ToolFailure("unknown_tool", name)
             try:
                 args = json.loads(args_json)
             except json.JSONDecodeError as e:
                 raise ToolFailure("invalid_args", f"arguments are not JSON: {e}") from None
+            if name == ECHO_NAME:
+                if not isinstance(args.get("text"), str):
+                    raise ToolFailure("invalid_args", "text must be a string")
+                return types.ToolOutput(content=args["text"], display=None, metadata=None)
             content, metadata = summarise(args, context.work_dir)
         except ToolFailure as failure:
             raise Err(types.ToolError(code=failure.code, message=failure.message)) from None
