@@ -435,21 +435,6 @@ impl HostArgs {
     }
 }
 
-/// The runtime a command runs on. MCP over stdio gets one thread: a line
-/// read, the call it starts and the answer written all happen on the thread
-/// that waits for the client, with no wake-up of another thread in between
-/// (a guest still yields at every epoch tick, so calls interleave and a
-/// cancellation is heard; blocking work still goes to tokio's blocking
-/// pool). Measured over stdio: 320 → 200 µs of CPU per `read_file` call,
-/// round trip 402 → 266 µs, pipelined calls/s unchanged (BENCHMARKS.md).
-/// Everything else, HTTP serving above all, gets a worker per core.
-fn runtime_for(command: &Command) -> tokio::runtime::Builder {
-    match command {
-        Command::Serve { http, .. } if http.http.is_none() => tokio::runtime::Builder::new_current_thread(),
-        _ => tokio::runtime::Builder::new_multi_thread(),
-    }
-}
-
 /// Parse, run, and turn the outcome into an exit status.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -460,7 +445,12 @@ pub(crate) fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match runtime_for(&cli.command).enable_all().build() {
+    // A worker per core, MCP over stdio included. A one-thread runtime for
+    // stdio was measured (issue 21, BENCHMARKS.md): 7-10 % less CPU and latency
+    // per sequential call, but calls in flight then share one core: 16
+    // pipelined calls 25 % slower, and the 60 s soak's mixed concurrent calls
+    // 16,357 → 6,392. It was not kept.
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("toolhost: cannot start the async runtime: {e}");
