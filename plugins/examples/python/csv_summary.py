@@ -255,27 +255,25 @@ def summarise(args, work_dir):
     return "\n".join(lines) + "\n", metadata
 
 
+def read_only_spec(name, description, parameters):
+    """The spec of a tool that only reads."""
+    return types.ToolSpec(
+        name=name,
+        description=description,
+        parameters=json.dumps(parameters),
+        read_only=True,
+        destructive=False,
+        timeout_ms=None,
+    )
+
+
 class Tools(exports.Tools):
     """The `toolhost:plugin/tools` export."""
 
     def list_tools(self):
         return [
-            types.ToolSpec(
-                name=NAME,
-                description=DESCRIPTION,
-                parameters=json.dumps(PARAMETERS),
-                read_only=True,
-                destructive=False,
-                timeout_ms=None,
-            ),
-            types.ToolSpec(
-                name=ECHO_NAME,
-                description=ECHO_DESCRIPTION,
-                parameters=json.dumps(ECHO_PARAMETERS),
-                read_only=True,
-                destructive=False,
-                timeout_ms=None,
-            ),
+            read_only_spec(NAME, DESCRIPTION, PARAMETERS),
+            read_only_spec(ECHO_NAME, ECHO_DESCRIPTION, ECHO_PARAMETERS),
         ]
 
     def call(self, name, args_json, context):
