@@ -165,7 +165,9 @@ pub mod __dispatch {
             .map(|out| wit::ToolOutput {
                 content: out.content,
                 display: out.display,
-                metadata: out.metadata.map(|m| m.to_string()),
+                // Straight into bytes: `Value`'s `Display` goes through the
+                // formatting machinery, several times slower in wasm.
+                metadata: out.metadata.map(|m| serde_json::to_string(&m).unwrap_or_else(|_| m.to_string())),
             })
             .map_err(|e| wit::ToolError { code: e.code, message: e.message })
     }

@@ -1,6 +1,5 @@
 //! `read_file`: the lines of a text file, numbered like `cat -n`.
 
-use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 
@@ -99,56 +98,41 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     if head[..head.len().min(BINARY_PROBE)].contains(&0) {
         return Err(binary("it contains NUL bytes"));
     }
-    let last_wanted = args.offset.saturating_add(args.limit - 1);
     let mut hasher = Sha256::new();
-    let mut line = Vec::new();
-    let mut out = String::new();
-    let (mut bytes, mut total_lines) = (0usize, 0usize);
-    let (mut first_shown, mut last_shown) = (None, None);
-    // Why the output stopped before `last_wanted` (output cap or a cut line).
-    let mut capped = false;
-    let mut cut_line = None;
+    let mut window = Window::new(args.offset, args.limit, meta.len());
+    // The part of a line that a chunk ended in the middle of.
+    let mut pending = Vec::new();
     loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(|e| ctx.io_error(&e, &path))?;
-        if n == 0 {
+        let chunk = reader.fill_buf().map_err(|e| ctx.io_error(&e, &path))?;
+        if chunk.is_empty() {
             break;
         }
-        hasher.update(&line);
-        if bytes < BINARY_PROBE && line[..n.min(BINARY_PROBE - bytes)].contains(&0) {
+        hasher.update(chunk);
+        if window.bytes < BINARY_PROBE && chunk[..chunk.len().min(BINARY_PROBE - window.bytes)].contains(&0) {
             return Err(binary("it contains NUL bytes"));
         }
-        bytes += n;
-        total_lines += 1;
-        // '\n' never occurs inside a multi-byte sequence, so the file is
-        // UTF-8 exactly when each of its lines is.
-        let text = std::str::from_utf8(&line).map_err(|_| binary("it is not valid UTF-8"))?;
-        if total_lines < args.offset || total_lines > last_wanted || capped {
-            continue;
+        let mut rest = chunk;
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            let (line, tail) = rest.split_at(end + 1);
+            let fed = if pending.is_empty() {
+                window.push(line)
+            } else {
+                pending.extend_from_slice(line);
+                let fed = window.push(&pending);
+                pending.clear();
+                fed
+            };
+            fed.map_err(|NotUtf8| binary("it is not valid UTF-8"))?;
+            rest = tail;
         }
-        let mut text = text.strip_suffix('\n').unwrap_or(text);
-        text = text.strip_suffix('\r').unwrap_or(text);
-        if total_lines == 1 {
-            text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        }
-        let prefix_len = total_lines.checked_ilog10().unwrap_or(0) as usize + 1;
-        let room = MAX_OUTPUT.saturating_sub(out.len() + prefix_len.max(6) + 2);
-        let (kept, was_cut) = crate::truncate_at_char(text, room);
-        if was_cut && first_shown.is_some() {
-            // Not even this line fits whole: stop before it.
-            capped = true;
-            continue;
-        }
-        let _ = write!(out, "{total_lines:>6}\t");
-        out.push_str(kept);
-        out.push('\n');
-        first_shown.get_or_insert(total_lines);
-        last_shown = Some(total_lines);
-        if was_cut {
-            cut_line = Some(total_lines);
-            capped = true;
-        }
+        pending.extend_from_slice(rest);
+        let read = chunk.len();
+        reader.consume(read);
     }
+    if !pending.is_empty() {
+        window.push(&pending).map_err(|NotUtf8| binary("it is not valid UTF-8"))?;
+    }
+    let Window { mut out, bytes, total_lines, first_shown, last_shown, capped, cut_line, .. } = window;
 
     if total_lines == 0 && args.offset == 1 {
         out.push_str("(empty file)\n");
@@ -203,6 +187,99 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         "last_line": last_shown,
         "unchanged": unchanged,
     })))
+}
+
+/// A line that is not UTF-8: the file is binary.
+struct NotUtf8;
+
+/// The numbered lines of the window asked for, built as the file's lines
+/// come in (every line is counted and checked, shown or not).
+struct Window {
+    offset: usize,
+    last_wanted: usize,
+    out: String,
+    bytes: usize,
+    total_lines: usize,
+    first_shown: Option<usize>,
+    last_shown: Option<usize>,
+    /// Why the output stopped before `last_wanted` (output cap or a cut line).
+    capped: bool,
+    cut_line: Option<usize>,
+}
+
+impl Window {
+    fn new(offset: usize, limit: usize, file_len: u64) -> Self {
+        // Room for the whole file numbered, up to the output cap.
+        let expected = usize::try_from(file_len).unwrap_or(MAX_OUTPUT).min(MAX_OUTPUT);
+        Self {
+            offset,
+            last_wanted: offset.saturating_add(limit - 1),
+            out: String::with_capacity(expected + expected / 4 + 64),
+            bytes: 0,
+            total_lines: 0,
+            first_shown: None,
+            last_shown: None,
+            capped: false,
+            cut_line: None,
+        }
+    }
+
+    /// Take the next line of the file, its `\n` included.
+    fn push(&mut self, line: &[u8]) -> Result<(), NotUtf8> {
+        self.bytes += line.len();
+        self.total_lines += 1;
+        let n = self.total_lines;
+        // '\n' never occurs inside a multi-byte sequence, so the file is
+        // UTF-8 exactly when each of its lines is.
+        let text = std::str::from_utf8(line).map_err(|_| NotUtf8)?;
+        if n < self.offset || n > self.last_wanted || self.capped {
+            return Ok(());
+        }
+        let mut text = text.strip_suffix('\n').unwrap_or(text);
+        text = text.strip_suffix('\r').unwrap_or(text);
+        if n == 1 {
+            text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        }
+        let prefix_len = n.checked_ilog10().unwrap_or(0) as usize + 1;
+        let room = MAX_OUTPUT.saturating_sub(self.out.len() + prefix_len.max(6) + 2);
+        let (kept, was_cut) = crate::truncate_at_char(text, room);
+        if was_cut && self.first_shown.is_some() {
+            // Not even this line fits whole: stop before it.
+            self.capped = true;
+            return Ok(());
+        }
+        push_line_number(&mut self.out, n);
+        self.out.push_str(kept);
+        self.out.push('\n');
+        self.first_shown.get_or_insert(n);
+        self.last_shown = Some(n);
+        if was_cut {
+            self.cut_line = Some(n);
+            self.capped = true;
+        }
+        Ok(())
+    }
+}
+
+/// Append `n` right-aligned in six columns and a tab, as `cat -n` does
+/// (`format!("{n:>6}\t")`, without the formatting machinery: this runs
+/// once per line shown).
+fn push_line_number(out: &mut String, n: usize) {
+    let mut digits = [b' '; 24];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b"0123456789"[rest % 10];
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let from = at.min(digits.len() - 6);
+    // Spaces and ASCII digits only.
+    out.push_str(std::str::from_utf8(&digits[from..]).unwrap_or_default());
+    out.push('\t');
 }
 
 #[cfg(test)]
@@ -283,6 +360,31 @@ mod tests {
         let err = read_known(&ctx, "a.txt", 1, 2, "abc").unwrap_err();
         assert_eq!(err.code, codes::INVALID_ARGS);
         assert!(err.message.starts_with("known_sha256 must be"), "{}", err.message);
+    }
+
+    #[test]
+    fn line_numbers_are_padded_like_cat_n() {
+        for n in [0, 1, 9, 10, 99_999, 100_000, 999_999, 1_000_000, 123_456_789, usize::MAX] {
+            let mut out = String::new();
+            push_line_number(&mut out, n);
+            assert_eq!(out, format!("{n:>6}\t"), "{n}");
+        }
+    }
+
+    #[test]
+    fn lines_split_across_chunks_are_joined() {
+        // Longer than the 64 KiB a read hands over at once: lines straddle
+        // the chunks, and the hash covers every byte.
+        let (dir, ctx) = setup();
+        let text: String = (1..=9_000).map(|i| format!("line {i}\n")).collect();
+        assert!(text.len() > 64 * 1024);
+        fs::write(dir.path().join("f"), format!("{text}tail")).unwrap();
+        let out = read(&ctx, "f", 1, 10_000).unwrap();
+        let meta = out.metadata.unwrap();
+        assert_eq!(meta["total_lines"], 9_001);
+        assert_eq!(meta["sha256"], crate::sha256_hex(format!("{text}tail").as_bytes()));
+        assert!(out.content.starts_with(&numbered(1..=9_000)), "lines whole across chunks");
+        assert!(out.content.ends_with("  9001\ttail\n"), "{}", &out.content[out.content.len() - 40..]);
     }
 
     fn numbered(lines: std::ops::RangeInclusive<usize>) -> String {
