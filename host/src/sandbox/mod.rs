@@ -116,11 +116,15 @@ pub(super) async fn bounded<T>(
             None => std::future::pending().await,
         }
     };
+    // `run` is polled before the timer: a call that ends in its first poll (most
+    // do: the guest runs on its fiber until it returns or reaches an epoch
+    // yield) never registers the timer, which would take the time driver's lock
+    // and may wake the thread parked on it, twice per call.
     tokio::select! {
         biased;
         _ = cancelled => Err(CallError::new(codes::CANCELLED, "")),
-        _ = tokio::time::sleep_until(deadline.at.into()) => Err(deadline.exceeded()),
         result = run => Ok(result),
+        _ = tokio::time::sleep_until(deadline.at.into()) => Err(deadline.exceeded()),
     }
 }
 
