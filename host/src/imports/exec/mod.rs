@@ -82,6 +82,7 @@ mod request;
 mod resident;
 mod runtime;
 mod seccomp;
+mod shared_root;
 pub(crate) mod spawn;
 mod step;
 pub(crate) mod table;
