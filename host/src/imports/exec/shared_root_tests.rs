@@ -95,3 +95,4 @@ fn a_bind_the_host_removed_stops_the_child_and_the_runtime_builds_a_fresh_root()
     assert_ne!(finished.exit_code, Some(0), "{finished:?}");
     assert!(!work.join(".git/x").exists());
 }
+
