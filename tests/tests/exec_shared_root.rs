@@ -113,7 +113,8 @@ async fn a_git_made_after_the_root_was_built_is_read_only_for_the_next_child() {
         std::fs::remove_dir_all(dir.path().join(".git")).unwrap();
         git_init(dir.path());
         let new = std::fs::metadata(dir.path().join(".git")).unwrap().ino();
-        assert_git_read_only(&host, dir.path(), &format!("made again ({round}; same inode: {})", old == new)).await;
+        assert_git_read_only(&host, dir.path(), &format!("made again ({round}; same inode: {})", old == new))
+            .await;
     }
     std::fs::rename(dir.path().join(".git"), dir.path().join("old-git")).unwrap();
     git_init(dir.path());

@@ -152,8 +152,13 @@ pub(super) fn build_shared_root(ids: &IdMaps, ops: &[MountOp]) -> Result<(OwnedF
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let pid =
-            libc::clone(helper_main, stack.top(), flags, (&raw const helper).cast_mut().cast(), &raw mut pidfd);
+        let pid = libc::clone(
+            helper_main,
+            stack.top(),
+            flags,
+            (&raw const helper).cast_mut().cast(),
+            &raw mut pidfd,
+        );
         let clone_error = io::Error::last_os_error();
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         (pid, clone_error)

@@ -10,7 +10,9 @@
 //! uid and gid (before Landlock: the kernel refuses the map writes under it) → for
 //! a resident child with a network grant, its loopback brought up and a listener on
 //! it handed to the host ([`Loopback`]: the host serves a proxy *inside* the
-//! child's namespace) → the child's own root (`super::mounts`) → every capability dropped (the bounding
+//! child's namespace) → the child's root (`super::mounts`; or, entered before the
+//! new namespaces, a shared one, `super::shared_root`, checked instead of built)
+//! → every capability dropped (the bounding
 //! set, ambient and inheritable ones, and `SECBIT_NOROOT`, so that uid 0 in the
 //! namespace gains none at `exec`) → `no_new_privs` → Landlock → seccomp (what
 //! Landlock does not cover: set-uid bits, `mknod`, and mode/owner/time changes in
@@ -197,7 +199,10 @@ impl ChildSetup {
                 let mut proc = libc::AT_FDCWD;
                 let mut maps_at: &CStr = c"/proc/self";
                 if self.root.is_some() {
-                    proc = libc::open(c"/proc/self".as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC);
+                    proc = libc::open(
+                        c"/proc/self".as_ptr(),
+                        libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                    );
                     check(proc.into()).map_err(at(Step::IdMaps))?;
                     maps_at = c".";
                 }
@@ -208,7 +213,8 @@ impl ChildSetup {
                     // root's, which it has no capability in.
                     Some(root) => {
                         let (userns, mntns) = root.fds();
-                        check(libc::setns(userns, libc::CLONE_NEWUSER).into()).map_err(at(Step::Namespaces))?;
+                        check(libc::setns(userns, libc::CLONE_NEWUSER).into())
+                            .map_err(at(Step::Namespaces))?;
                         check(libc::setns(mntns, libc::CLONE_NEWNS).into()).map_err(at(Step::Namespaces))?;
                         0
                     }
@@ -270,7 +276,11 @@ impl ChildSetup {
 /// new user and mount namespaces (the user namespace mapping the host's own uid
 /// and gid), a descriptor on each put in `out`, then `ops`. Nothing that allocates.
 /// On failure the descriptors it opened are closed again.
-pub(super) fn build_shared(ids: &IdMaps, ops: &[MountOp], out: &std::cell::Cell<[RawFd; 2]>) -> Result<(), SetupFailed> {
+pub(super) fn build_shared(
+    ids: &IdMaps,
+    ops: &[MountOp],
+    out: &std::cell::Cell<[RawFd; 2]>,
+) -> Result<(), SetupFailed> {
     let at = |step: Step| move |e: io::Error| SetupFailed { step, errno: e.raw_os_error().unwrap_or(0) };
     // SAFETY: plain system calls on C strings owned by `ids`, `ops` and static data.
     unsafe {
@@ -398,7 +408,8 @@ fn made(ret: libc::c_long) -> io::Result<()> {
 /// `at` on it). Child only.
 fn write_maps(at: RawFd, dir: &CStr, ids: &IdMaps) -> io::Result<()> {
     let mut path = [0u8; 32];
-    for (name, text) in [(&b"setgroups"[..], c"deny"), (b"uid_map", &ids.uid_map), (b"gid_map", &ids.gid_map)] {
+    for (name, text) in [(&b"setgroups"[..], c"deny"), (b"uid_map", &ids.uid_map), (b"gid_map", &ids.gid_map)]
+    {
         let dir = dir.to_bytes();
         let len = dir.len() + 1 + name.len();
         if len >= path.len() {
@@ -408,7 +419,8 @@ fn write_maps(at: RawFd, dir: &CStr, ids: &IdMaps) -> io::Result<()> {
         path[dir.len()] = b'/';
         path[dir.len() + 1..len].copy_from_slice(name);
         path[len] = 0;
-        let path = CStr::from_bytes_until_nul(&path).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let path =
+            CStr::from_bytes_until_nul(&path).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
         write_file(at, path, text)?;
     }
     Ok(())
@@ -481,7 +493,8 @@ fn run(op: &MountOp) -> io::Result<()> {
                 ))?;
                 let found = libc::makedev(st.stx_dev_major, st.stx_dev_minor) == *dev && st.stx_ino == *ino;
                 let root = libc::STATX_ATTR_MOUNT_ROOT as u64;
-                let mounted = !*mount_root || (st.stx_attributes_mask & root != 0 && st.stx_attributes & root != 0);
+                let mounted =
+                    !*mount_root || (st.stx_attributes_mask & root != 0 && st.stx_attributes & root != 0);
                 if found && mounted {
                     Ok(())
                 } else {

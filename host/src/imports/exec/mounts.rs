@@ -346,7 +346,11 @@ impl Layout {
     /// The steps that build a root to share (`super::shared_root`): [`Self::script`]
     /// ending at `/`, with the root's tmpfs itself made read-only (not only its
     /// mount), so that no mount of it anywhere can write to it.
-    pub(super) fn shared_script(&self, writable: bool, protect: &[ProtectBind]) -> Result<Vec<MountOp>, String> {
+    pub(super) fn shared_script(
+        &self,
+        writable: bool,
+        protect: &[ProtectBind],
+    ) -> Result<Vec<MountOp>, String> {
         let mut ops = self.script(writable, protect, Path::new("/"))?;
         ops.insert(
             ops.len() - 1,
@@ -370,9 +374,14 @@ impl Layout {
         use std::os::unix::fs::MetadataExt;
         let mut ops = Vec::with_capacity(protect.len() + 2);
         if let Some(dir) = &self.work_dir {
-            let meta = std::fs::symlink_metadata(dir)
-                .map_err(|e| format!("the work dir {}: {e}", dir.display()))?;
-            ops.push(MountOp::Expect { path: c_path(dir)?, dev: meta.dev(), ino: meta.ino(), mount_root: true });
+            let meta =
+                std::fs::symlink_metadata(dir).map_err(|e| format!("the work dir {}: {e}", dir.display()))?;
+            ops.push(MountOp::Expect {
+                path: c_path(dir)?,
+                dev: meta.dev(),
+                ino: meta.ino(),
+                mount_root: true,
+            });
         }
         for b in protect {
             ops.push(MountOp::Expect { path: c_path(&b.path)?, dev: b.dev, ino: b.ino, mount_root: true });

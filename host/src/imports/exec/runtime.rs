@@ -14,9 +14,9 @@ use super::confine::{ChildSetup, IdMaps, is_root, last_capability};
 use super::grant::ResolvedGrant;
 use super::landlock::{Confiner, child_root};
 use super::mounts::{Layout, ProtectBind};
-use super::shared_root::SharedRoots;
 use super::protect_check::{ListingCache, Watch};
 use super::request::SpawnRequest;
+use super::shared_root::SharedRoots;
 use super::spawn::{self, Finished, SpawnError};
 use super::table::{ProcessInfo, ProcessTable};
 use super::{ChildLimits, ExecSettings};
@@ -69,7 +69,13 @@ impl Confinement {
     /// The child's root: a shared one to enter, with the checks it makes there, or
     /// (no reuse here, or the shared root could not be built) the steps to build its
     /// own.
-    fn root(&self, setup: &mut ChildSetup, writable: bool, protect: &[ProtectBind], cwd: &Path) -> Result<(), String> {
+    fn root(
+        &self,
+        setup: &mut ChildSetup,
+        writable: bool,
+        protect: &[ProtectBind],
+        cwd: &Path,
+    ) -> Result<(), String> {
         if self.reuse {
             match self.roots.get(&self.layout, &self.ids, writable, protect) {
                 Ok(root) => {
@@ -89,7 +95,13 @@ impl Confinement {
 
     /// After a child found its shared root stale: drop that root, and give `setup` a
     /// fresh one (or the steps to build its own).
-    fn refresh(&self, setup: &mut ChildSetup, writable: bool, protect: &[ProtectBind], cwd: &Path) -> Result<(), String> {
+    fn refresh(
+        &self,
+        setup: &mut ChildSetup,
+        writable: bool,
+        protect: &[ProtectBind],
+        cwd: &Path,
+    ) -> Result<(), String> {
         if let Some(root) = setup.root.take() {
             self.roots.forget(&root);
         }

@@ -87,7 +87,11 @@ fn a_bind_the_host_removed_stops_the_child_and_the_runtime_builds_a_fresh_root()
     // Through the runtime (its own walk, and one more try in a fresh root when
     // the kept one is stale), the new `.git` is read-only all the same.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let call = CallInfo { plugin: "p".into(), call_id: "c".into(), deadline: Instant::now() + Duration::from_secs(60) };
+    let call = CallInfo {
+        plugin: "p".into(),
+        call_id: "c".into(),
+        deadline: Instant::now() + Duration::from_secs(60),
+    };
     let args = vec!["-c".to_string(), "touch .git/x".to_string()];
     let mut req = SpawnRequest::new("/bin/sh".into(), "sh".into(), args, work.clone(), None, &call, limits);
     req.writable = true;
@@ -95,4 +99,3 @@ fn a_bind_the_host_removed_stops_the_child_and_the_runtime_builds_a_fresh_root()
     assert_ne!(finished.exit_code, Some(0), "{finished:?}");
     assert!(!work.join(".git/x").exists());
 }
-

@@ -93,7 +93,8 @@ async fn a_dropped_call_leaves_no_process() {
     let running = table.clone();
     let task = tokio::spawn(async move {
         let cancel = CancellationToken::new();
-        run(sleeper(Duration::from_secs(60)), setup(), None, None, "/usr/bin:/bin", &running, &cancel, None).await
+        run(sleeper(Duration::from_secs(60)), setup(), None, None, "/usr/bin:/bin", &running, &cancel, None)
+            .await
     });
     let mut pid = None;
     for _ in 0..200 {
