@@ -12,6 +12,7 @@ mod examples;
 mod exec;
 mod exec_escape;
 mod exec_policy;
+mod exec_shared_root;
 mod executor;
 mod fetch;
 mod file_tools;

@@ -32,7 +32,7 @@ use std::process::ExitStatus;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
-use super::confine::{ChildSetup, SetupFailed};
+use super::confine::{ChildSetup, IdMaps, MountOp, SetupFailed};
 
 /// The child's stack: its frames are those of [`ChildSetup::apply`] and a few
 /// system calls, a few KiB; the rest is never touched (`MAP_NORESERVE`).
@@ -124,6 +124,77 @@ pub(super) fn start(image: &Image<'_>) -> Result<Started, StartFailed> {
         return Err(StartFailed::Child(failed));
     }
     Ok(Started { pid: pid as u32, pidfd })
+}
+
+/// What a helper building a shared root shares with the host.
+struct Helper<'a> {
+    ids: &'a IdMaps,
+    ops: &'a [MountOp],
+    fds: Cell<[RawFd; 2]>,
+    failed: Cell<Option<SetupFailed>>,
+}
+
+/// Build a root to share (`super::shared_root`) in a helper process: started like
+/// a child, but sharing the host's descriptor table (`CLONE_FILES`), so that the
+/// descriptors it opens on its new user and mount namespaces are the host's once it
+/// has exited. Returns them (user namespace, mount namespace). The helper never
+/// runs a program: it exits once the root is built.
+pub(super) fn build_shared_root(ids: &IdMaps, ops: &[MountOp]) -> Result<(OwnedFd, OwnedFd), StartFailed> {
+    let stack = Stack::new().map_err(StartFailed::Host)?;
+    let helper = Helper { ids, ops, fds: Cell::new([-1, -1]), failed: Cell::new(None) };
+    let mut pidfd: c_int = -1;
+    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::CLONE_PIDFD | libc::SIGCHLD;
+    // SAFETY: as in `start`: every signal blocked around the `clone` (the helper
+    // keeps them blocked: it runs no handler and exits), a function that only makes
+    // system calls on `helper`, alive while this thread is suspended (CLONE_VFORK).
+    let (pid, clone_error) = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let pid = libc::clone(
+            helper_main,
+            stack.top(),
+            flags,
+            (&raw const helper).cast_mut().cast(),
+            &raw mut pidfd,
+        );
+        let clone_error = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        (pid, clone_error)
+    };
+    if pid < 0 {
+        return Err(StartFailed::Host(clone_error));
+    }
+    // SAFETY: CLONE_PIDFD succeeded: `pidfd` is a new descriptor owned from here on.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    let _ = reap(pidfd_ref(&pidfd), true);
+    if let Some(failed) = helper.failed.get() {
+        return Err(StartFailed::Child(ChildFailed::Setup(failed)));
+    }
+    match helper.fds.get() {
+        // SAFETY: the helper opened both in the table it shared with the host, and
+        // handed them over (it has exited): owned from here on.
+        [userns, mntns] if userns >= 0 && mntns >= 0 => unsafe {
+            Ok((OwnedFd::from_raw_fd(userns), OwnedFd::from_raw_fd(mntns)))
+        },
+        _ => Err(StartFailed::Host(io::Error::other("the helper building a shared root exited early"))),
+    }
+}
+
+/// The helper: builds the root, records the outcome, exits.
+extern "C" fn helper_main(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the parent's `Helper`, alive while the parent is suspended.
+    let helper = unsafe { &*arg.cast_const().cast::<Helper<'_>>() };
+    let code = match super::confine::build_shared(helper.ids, helper.ops, &helper.fds) {
+        Ok(()) => 0,
+        Err(failed) => {
+            helper.failed.set(Some(failed));
+            127
+        }
+    };
+    // SAFETY: ends this process only, without running anything of the host's.
+    unsafe { libc::_exit(code) }
 }
 
 fn pidfd_ref(fd: &OwnedFd) -> BorrowedFd<'_> {

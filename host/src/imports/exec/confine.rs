@@ -10,7 +10,9 @@
 //! uid and gid (before Landlock: the kernel refuses the map writes under it) → for
 //! a resident child with a network grant, its loopback brought up and a listener on
 //! it handed to the host ([`Loopback`]: the host serves a proxy *inside* the
-//! child's namespace) → the child's own root (`super::mounts`) → every capability dropped (the bounding
+//! child's namespace) → the child's root (`super::mounts`; or, entered before the
+//! new namespaces, a shared one, `super::shared_root`, checked instead of built)
+//! → every capability dropped (the bounding
 //! set, ambient and inheritable ones, and `SECBIT_NOROOT`, so that uid 0 in the
 //! namespace gains none at `exec`) → `no_new_privs` → Landlock → seccomp (what
 //! Landlock does not cover: set-uid bits, `mknod`, and mode/owner/time changes in
@@ -32,8 +34,11 @@ use std::io;
 use std::os::fd::RawFd;
 use std::path::PathBuf;
 
+use std::sync::Arc;
+
 use super::ChildLimits;
 pub(crate) use super::mounts::MountOp;
+use super::shared_root::SharedRoot;
 pub(crate) use super::step::{SetupFailed, Step};
 
 /// `mount_setattr(2)` (Linux 5.12), the same number on every architecture.
@@ -97,8 +102,12 @@ pub(crate) struct ChildSetup {
     pub namespaces: bool,
     /// The user namespace's uid and gid maps (none: the host's ids stay unmapped).
     pub ids: Option<IdMaps>,
-    /// The steps that build the child's root, in its own mount namespace.
+    /// The steps that build the child's root, in its own mount namespace; or, with
+    /// `root`, the checks it makes in the shared one.
     pub mounts: Vec<MountOp>,
+    /// A root built once and shared (`super::shared_root`): the child enters its
+    /// mount namespace (through its user namespace) instead of building its own.
+    pub root: Option<Arc<SharedRoot>>,
     /// Drop every capability before `exec` (the highest capability number).
     pub drop_caps: Option<u32>,
     /// An open `cgroup.procs` of the child's pids cgroup, to join.
@@ -139,6 +148,7 @@ impl ChildSetup {
             namespaces: false,
             ids: None,
             mounts: Vec::new(),
+            root: None,
             drop_caps: None,
             cgroup_procs: None,
             cpu_seconds: limits.cpu_seconds,
@@ -182,14 +192,45 @@ impl ChildSetup {
             }
             limit(libc::RLIMIT_CORE, 0, 0)?;
             if self.namespaces {
-                let mount = if self.mounts.is_empty() { 0 } else { libc::CLONE_NEWNS };
+                // The id maps are written through the host's `/proc` (the shared root
+                // has it read-only), opened now, while this is still the host's mount
+                // namespace; each map file is opened after the new user namespace,
+                // whose maps it then writes.
+                let mut proc = libc::AT_FDCWD;
+                let mut maps_at: &CStr = c"/proc/self";
+                if self.root.is_some() {
+                    proc = libc::open(
+                        c"/proc/self".as_ptr(),
+                        libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                    );
+                    check(proc.into()).map_err(at(Step::IdMaps))?;
+                    maps_at = c".";
+                }
+                let mount = match &self.root {
+                    // The shared root's user namespace first (its owner's uid, the
+                    // host's, has every capability there), then its mount namespace;
+                    // the child's own user namespace is then made inside the shared
+                    // root's, which it has no capability in.
+                    Some(root) => {
+                        let (userns, mntns) = root.fds();
+                        check(libc::setns(userns, libc::CLONE_NEWUSER).into())
+                            .map_err(at(Step::Namespaces))?;
+                        check(libc::setns(mntns, libc::CLONE_NEWNS).into()).map_err(at(Step::Namespaces))?;
+                        0
+                    }
+                    None if self.mounts.is_empty() => 0,
+                    None => libc::CLONE_NEWNS,
+                };
                 check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET | mount).into())
                     .map_err(at(Step::Namespaces))?;
+                let mut written = Ok(());
                 if let Some(ids) = &self.ids {
-                    write_file(c"/proc/self/setgroups", c"deny").map_err(at(Step::IdMaps))?;
-                    write_file(c"/proc/self/uid_map", &ids.uid_map).map_err(at(Step::IdMaps))?;
-                    write_file(c"/proc/self/gid_map", &ids.gid_map).map_err(at(Step::IdMaps))?;
+                    written = write_maps(proc, maps_at, ids);
                 }
+                if proc != libc::AT_FDCWD {
+                    libc::close(proc);
+                }
+                written.map_err(at(Step::IdMaps))?;
             }
             // After the new user namespace: there the limit counts only the child's
             // own tree, not every process of the same user on the machine.
@@ -228,6 +269,42 @@ impl ChildSetup {
         }
         Ok(())
     }
+}
+
+/// The shared root's side of building it, run by a helper started with
+/// `super::clone::build_shared_root`, which shares the host's descriptor table:
+/// new user and mount namespaces (the user namespace mapping the host's own uid
+/// and gid), a descriptor on each put in `out`, then `ops`. Nothing that allocates.
+/// On failure the descriptors it opened are closed again.
+pub(super) fn build_shared(
+    ids: &IdMaps,
+    ops: &[MountOp],
+    out: &std::cell::Cell<[RawFd; 2]>,
+) -> Result<(), SetupFailed> {
+    let at = |step: Step| move |e: io::Error| SetupFailed { step, errno: e.raw_os_error().unwrap_or(0) };
+    // SAFETY: plain system calls on C strings owned by `ids`, `ops` and static data.
+    unsafe {
+        check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS).into()).map_err(at(Step::Namespaces))?;
+        write_maps(libc::AT_FDCWD, c"/proc/self", ids).map_err(at(Step::IdMaps))?;
+        let open = |path: &CStr| libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        let userns = open(c"/proc/self/ns/user");
+        check(userns.into()).map_err(at(Step::Namespaces))?;
+        let mntns = open(c"/proc/self/ns/mnt");
+        if mntns < 0 {
+            let error = io::Error::last_os_error();
+            libc::close(userns);
+            return Err(at(Step::Namespaces)(error));
+        }
+        for op in ops {
+            if let Err(e) = run(op) {
+                libc::close(userns);
+                libc::close(mntns);
+                return Err(at(Step::Root)(e));
+            }
+        }
+        out.set([userns, mntns]);
+    }
+    Ok(())
 }
 
 /// A control buffer for one descriptor, aligned for `cmsghdr`.
@@ -326,11 +403,34 @@ fn made(ret: libc::c_long) -> io::Result<()> {
     }
 }
 
-/// Write `text` to the file `path`. Child only.
-fn write_file(path: &CStr, text: &CStr) -> io::Result<()> {
-    // SAFETY: open, write and close on a C string path and a buffer we own.
+/// Write the user namespace's maps (and deny `setgroups`, which an unprivileged
+/// gid map needs) to the files in `dir` (`/proc/self`, or `.` of the descriptor
+/// `at` on it). Child only.
+fn write_maps(at: RawFd, dir: &CStr, ids: &IdMaps) -> io::Result<()> {
+    let mut path = [0u8; 32];
+    for (name, text) in [(&b"setgroups"[..], c"deny"), (b"uid_map", &ids.uid_map), (b"gid_map", &ids.gid_map)]
+    {
+        let dir = dir.to_bytes();
+        let len = dir.len() + 1 + name.len();
+        if len >= path.len() {
+            return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+        }
+        path[..dir.len()].copy_from_slice(dir);
+        path[dir.len()] = b'/';
+        path[dir.len() + 1..len].copy_from_slice(name);
+        path[len] = 0;
+        let path =
+            CStr::from_bytes_until_nul(&path).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        write_file(at, path, text)?;
+    }
+    Ok(())
+}
+
+/// Write `text` to the file `path` (relative to the descriptor `at`). Child only.
+fn write_file(at: RawFd, path: &CStr, text: &CStr) -> io::Result<()> {
+    // SAFETY: openat, write and close on a C string path and a buffer we own.
     unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        let fd = libc::openat(at, path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
         check(fd.into())?;
         let bytes = text.to_bytes();
         let wrote = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
@@ -380,10 +480,22 @@ fn run(op: &MountOp) -> io::Result<()> {
             }
             MountOp::Detach(path) => check(libc::umount2(path.as_ptr(), libc::MNT_DETACH).into()),
             MountOp::Chdir(path) => check(libc::chdir(path.as_ptr()).into()),
-            MountOp::Expect { path, dev, ino } => {
-                let mut st: libc::stat = std::mem::zeroed();
-                check(libc::lstat(path.as_ptr(), &mut st).into())?;
-                if st.st_dev as u64 == *dev && st.st_ino as u64 == *ino {
+            MountOp::Expect { path, dev, ino, mount_root } => {
+                let mut st: libc::statx = std::mem::zeroed();
+                let mask = libc::STATX_INO | libc::STATX_TYPE;
+                check(libc::syscall(
+                    libc::SYS_statx,
+                    libc::AT_FDCWD,
+                    path.as_ptr(),
+                    libc::AT_SYMLINK_NOFOLLOW,
+                    mask,
+                    &mut st as *mut libc::statx,
+                ))?;
+                let found = libc::makedev(st.stx_dev_major, st.stx_dev_minor) == *dev && st.stx_ino == *ino;
+                let root = libc::STATX_ATTR_MOUNT_ROOT as u64;
+                let mounted =
+                    !*mount_root || (st.stx_attributes_mask & root != 0 && st.stx_attributes & root != 0);
+                if found && mounted {
                     Ok(())
                 } else {
                     // Not what the walk found: something was swapped in meanwhile.

@@ -7,8 +7,9 @@
 //! - **What runs**: only programs on the grant's allow-list, resolved once, at load,
 //!   to absolute paths outside the work dir ([`ExecGrant::resolve`]); arguments are a
 //!   vector, never a shell line, unless the grant has the shell profile (`bash -c`).
-//! - **Where it can reach** ([`confine`]): its own mount namespace, whose root
-//!   holds only the work dir, the system dirs, the exec `path` and `read-dirs`, a
+//! - **Where it can reach** ([`confine`]): a mount namespace built once and shared
+//!   by the children it fits (`shared_root`; none of them can change it), whose
+//!   root holds only the work dir, the system dirs, the exec `path` and `read-dirs`, a
 //!   few `/etc` entries, `/proc` (names only) and a minimal `/dev`, with empty
 //!   private `/tmp` and `/run` (`mounts`): the host's unix sockets have no name
 //!   there. Landlock limits it further (the work dir read-write only when the call
@@ -61,7 +62,8 @@
 //! it without `fork`), the only `unsafe` code; `process` (what to run, prepared
 //! for `clone`, and waiting on the child's pidfd), `step` (which step failed),
 //! `landlock` (the rulesets, and what a child may reach at all), `seccomp`,
-//! `mounts` (the child's root, planned in the parent), `protect_walk` and
+//! `mounts` (the child's root, planned in the parent), `shared_root` (a root built
+//! once and entered by the children it fits), `protect_walk` and
 //! `protect_check` (protected paths before and after), [`cgroup`], `capture`
 //! (head + tail of a stream), `request` (what to run, and the cwd check), [`spawn`] (one child, start to reaped), [`table`]
 //! (what `process_list` shows), `host` (the WIT glue), `resident` (a child that lives across calls: an MCP server).
@@ -82,6 +84,7 @@ mod request;
 mod resident;
 mod runtime;
 mod seccomp;
+mod shared_root;
 pub(crate) mod spawn;
 mod step;
 pub(crate) mod table;

@@ -96,6 +96,9 @@ pub(crate) enum MountOp {
         dev: u64,
         /// `st_ino` the walk saw.
         ino: u64,
+        /// Also fail unless `path` is the root of a mount (in a shared root: the
+        /// bind is still there, not detached since by the host removing its source).
+        mount_root: bool,
     },
 }
 
@@ -327,7 +330,7 @@ impl Layout {
         protect.sort_by_key(|b| b.path.components().count());
         for b in protect {
             bind(&mut ops, &b.path, b.read_only)?;
-            ops.push(MountOp::Expect { path: new(&b.path)?, dev: b.dev, ino: b.ino });
+            ops.push(MountOp::Expect { path: new(&b.path)?, dev: b.dev, ino: b.ino, mount_root: false });
         }
         ops.extend([
             MountOp::ReadOnly { target: lit(NEW_ROOT)?, recursive: false },
@@ -337,6 +340,53 @@ impl Layout {
             MountOp::Detach(lit(".")?),
             MountOp::Chdir(c_path(cwd)?),
         ]);
+        Ok(ops)
+    }
+
+    /// The steps that build a root to share (`super::shared_root`): [`Self::script`]
+    /// ending at `/`, with the root's tmpfs itself made read-only (not only its
+    /// mount), so that no mount of it anywhere can write to it.
+    pub(super) fn shared_script(
+        &self,
+        writable: bool,
+        protect: &[ProtectBind],
+    ) -> Result<Vec<MountOp>, String> {
+        let mut ops = self.script(writable, protect, Path::new("/"))?;
+        ops.insert(
+            ops.len() - 1,
+            MountOp::Mount {
+                source: None,
+                target: c_path(Path::new("/"))?,
+                fstype: None,
+                flags: libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+                data: None,
+            },
+        );
+        Ok(ops)
+    }
+
+    /// What a child that enters a shared root built by [`Self::shared_script`]
+    /// checks there before anything else: the work dir is still the inode the
+    /// host's work dir is now, and a mount, each protected path still the inode the walk
+    /// found and a mount; then `cwd`. A failed check means the shared root went
+    /// stale (the host removed or replaced what a bind was made of).
+    pub(super) fn checks(&self, protect: &[ProtectBind], cwd: &Path) -> Result<Vec<MountOp>, String> {
+        use std::os::unix::fs::MetadataExt;
+        let mut ops = Vec::with_capacity(protect.len() + 2);
+        if let Some(dir) = &self.work_dir {
+            let meta =
+                std::fs::symlink_metadata(dir).map_err(|e| format!("the work dir {}: {e}", dir.display()))?;
+            ops.push(MountOp::Expect {
+                path: c_path(dir)?,
+                dev: meta.dev(),
+                ino: meta.ino(),
+                mount_root: true,
+            });
+        }
+        for b in protect {
+            ops.push(MountOp::Expect { path: c_path(&b.path)?, dev: b.dev, ino: b.ino, mount_root: true });
+        }
+        ops.push(MountOp::Chdir(c_path(cwd)?));
         Ok(ops)
     }
 }

@@ -74,6 +74,13 @@ pub(crate) struct StartError {
     pub(crate) failed: Failed,
 }
 
+impl StartError {
+    /// Whether the child failed at confinement step `step`.
+    pub(crate) fn failed_at(&self, step: super::confine::Step) -> bool {
+        matches!(&self.failed, Failed::Child(ChildFailed::Setup(s)) if s.step == step)
+    }
+}
+
 /// What failed in starting a child.
 #[derive(Debug)]
 pub(crate) enum Failed {

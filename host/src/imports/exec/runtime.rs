@@ -16,6 +16,7 @@ use super::landlock::{Confiner, child_root};
 use super::mounts::{Layout, ProtectBind};
 use super::protect_check::{ListingCache, Watch};
 use super::request::SpawnRequest;
+use super::shared_root::SharedRoots;
 use super::spawn::{self, Finished, SpawnError};
 use super::table::{ProcessInfo, ProcessTable};
 use super::{ChildLimits, ExecSettings};
@@ -23,13 +24,18 @@ use crate::limits::WriteMeter;
 use crate::protect::Protected;
 
 /// What confines children on this host, built on first use.
-struct Confinement {
+pub(super) struct Confinement {
     confiner: Confiner,
     cgroup: Option<CgroupRoot>,
     /// What a child's root holds besides the work dir.
-    layout: Layout,
+    pub(super) layout: Layout,
     ids: IdMaps,
     last_cap: u32,
+    /// Roots built once and entered by the children (`super::shared_root`).
+    pub(super) roots: SharedRoots,
+    /// Whether children enter a shared root (else each builds its own: where the
+    /// probe found shared roots do not work here).
+    pub(super) reuse: bool,
 }
 
 impl Confinement {
@@ -37,7 +43,7 @@ impl Confinement {
     /// a call that may or may not write, namespaces, its root (with `protect` bound
     /// over the work dir, ending in `cwd`), no capabilities, and the process cap —
     /// the pids cgroup, or `RLIMIT_NPROC` when there is none and the host is not root.
-    fn setup(
+    pub(super) fn setup(
         &self,
         limits: &ChildLimits,
         writable: bool,
@@ -49,7 +55,7 @@ impl Confinement {
         setup.seccomp = Some(self.confiner.seccomp(writable));
         setup.namespaces = true;
         setup.ids = Some(self.ids.clone());
-        setup.mounts = self.layout.script(writable, protect, cwd)?;
+        self.root(&mut setup, writable, protect, cwd)?;
         setup.drop_caps = Some(self.last_cap);
         let cgroup = self.cgroup.as_ref().and_then(|root| root.child(limits.processes));
         match &cgroup {
@@ -58,6 +64,48 @@ impl Confinement {
             None => setup.nproc = Some(limits.processes),
         }
         Ok((setup, cgroup))
+    }
+
+    /// The child's root: a shared one to enter, with the checks it makes there, or
+    /// (no reuse here, or the shared root could not be built) the steps to build its
+    /// own.
+    fn root(
+        &self,
+        setup: &mut ChildSetup,
+        writable: bool,
+        protect: &[ProtectBind],
+        cwd: &Path,
+    ) -> Result<(), String> {
+        if self.reuse {
+            match self.roots.get(&self.layout, &self.ids, writable, protect) {
+                Ok(root) => {
+                    setup.mounts = self.layout.checks(protect, cwd)?;
+                    setup.root = Some(root);
+                    return Ok(());
+                }
+                // A protected path changed since the walk (the child's own build then
+                // fails as it should), or the helper failed: this child builds its own.
+                Err(why) => tracing::debug!(%why, "no shared root; the child builds its own"),
+            }
+        }
+        setup.root = None;
+        setup.mounts = self.layout.script(writable, protect, cwd)?;
+        Ok(())
+    }
+
+    /// After a child found its shared root stale: drop that root, and give `setup` a
+    /// fresh one (or the steps to build its own).
+    fn refresh(
+        &self,
+        setup: &mut ChildSetup,
+        writable: bool,
+        protect: &[ProtectBind],
+        cwd: &Path,
+    ) -> Result<(), String> {
+        if let Some(root) = setup.root.take() {
+            self.roots.forget(&root);
+        }
+        self.root(setup, writable, protect, cwd)
     }
 }
 
@@ -205,10 +253,21 @@ impl ExecRuntime {
                     .into(),
             );
         }
-        let confinement =
-            Confinement { confiner, cgroup, layout, ids: IdMaps::own(), last_cap: last_capability() };
+        let mut confinement = Confinement {
+            confiner,
+            cgroup,
+            layout,
+            ids: IdMaps::own(),
+            last_cap: last_capability(),
+            roots: SharedRoots::default(),
+            reuse: true,
+        };
         let cwd = self.work_dir.clone().unwrap_or_else(|| PathBuf::from("/"));
-        probe(&confinement, &self.settings, &cwd)?;
+        if let Err(why) = probe(&confinement, &self.settings, &cwd) {
+            confinement.reuse = false;
+            probe(&confinement, &self.settings, &cwd)?;
+            tracing::warn!(%why, "children cannot share a root here; each builds its own");
+        }
         Ok(confinement)
     }
 
@@ -255,7 +314,7 @@ impl ExecRuntime {
         if req.unconfined {
             let mut setup = ChildSetup::new(&self.settings.limits);
             setup.file_size_bytes = file_size(&self.settings.limits);
-            return spawn::run(req, setup, None, None, &self.path_var, &self.table, cancel).await;
+            return spawn::run(req, setup, None, None, &self.path_var, &self.table, cancel, None).await;
         }
         let confinement = self.confinement().map_err(|e| SpawnError::Unavailable(e.to_string()))?;
         // A read-only child cannot change the work dir at all; a writing one gets
@@ -280,7 +339,16 @@ impl ExecRuntime {
             .setup(&self.settings.limits, req.writable, &req.cwd, &binds)
             .map_err(SpawnError::Unavailable)?;
         setup.file_size_bytes = file_size(&self.settings.limits);
-        spawn::run(req, setup, cgroup, watch, &self.path_var, &self.table, cancel).await
+        let (writable, cwd) = (req.writable, req.cwd.clone());
+        let refresh = move |setup: &mut ChildSetup| confinement.refresh(setup, writable, &binds, &cwd);
+        spawn::run(req, setup, cgroup, watch, &self.path_var, &self.table, cancel, Some(&refresh)).await
+    }
+
+    /// The confinement and the limits, for the shared root's tests.
+    #[cfg(test)]
+    pub(super) fn confinement_for_tests(&self) -> (&Confinement, &ChildLimits) {
+        let confinement = self.confinement().unwrap_or_else(|e| panic!("no sandbox here: {e}"));
+        (confinement, &self.settings.limits)
     }
 
     /// The work dir children run in.

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use super::capture::Captured;
 use super::capture::read_capped;
 use super::cgroup::ChildCgroup;
-use super::confine::{self, ChildSetup};
+use super::confine::{self, ChildSetup, Step};
 use super::process::{self, Output, Spawn, Spawned};
 use super::protect_check::Watch;
 use super::request::SpawnRequest;
@@ -156,34 +156,46 @@ enum End {
     Cancelled,
 }
 
+/// What gives a setup whose shared root a child found stale a fresh one.
+pub(super) type Refresh<'a> = &'a (dyn Fn(&mut ChildSetup) -> Result<(), String> + Sync);
+
 /// Spawn `req` with `setup` (its cgroup in `cgroup`), wait for it, and reap it and
 /// everything it started; then check `watch`'s protected paths. Records it in
-/// `table`.
+/// `table`. A child that found its shared root stale (`super::shared_root`) is
+/// started once more after `refresh`.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn run(
     req: SpawnRequest,
-    setup: ChildSetup,
+    mut setup: ChildSetup,
     cgroup: Option<ChildCgroup>,
     watch: Option<Watch>,
     path_var: &str,
     table: &ProcessTable,
     cancel: &CancellationToken,
+    refresh: Option<Refresh<'_>>,
 ) -> Result<Finished, SpawnError> {
     let started = Instant::now();
     let (cwd, path) = (req.cwd.as_os_str(), OsStr::new(path_var));
     let fixed = [("PATH", path), ("HOME", cwd), ("TMPDIR", cwd), ("LANG", OsStr::new("C.UTF-8"))];
     let granted = req.env.iter().map(|(k, v)| (k.as_str(), OsStr::new(v)));
-    let spawned = process::spawn(
-        &Spawn {
-            program: &req.program,
-            arg0: &req.arg0,
-            args: &req.args,
-            env: fixed.into_iter().chain(granted).map(|(k, v)| (OsStr::new(k), v)).collect(),
-            cwd: &req.cwd,
-            stdin: req.stdin.is_some(),
-            output: if req.merge_stderr { Output::Merged } else { Output::Pipes },
-        },
-        &setup,
-    );
+    let what = Spawn {
+        program: &req.program,
+        arg0: &req.arg0,
+        args: &req.args,
+        env: fixed.into_iter().chain(granted).map(|(k, v)| (OsStr::new(k), v)).collect(),
+        cwd: &req.cwd,
+        stdin: req.stdin.is_some(),
+        output: if req.merge_stderr { Output::Merged } else { Output::Pipes },
+    };
+    let mut spawned = process::spawn(&what, &setup);
+    if let (Err(e), Some(refresh)) = (&spawned, refresh)
+        && setup.root.is_some()
+        && e.failed_at(Step::Root)
+    {
+        tracing::debug!(error = %e, "a shared root went stale; trying once more with a fresh one");
+        refresh(&mut setup).map_err(SpawnError::Unavailable)?;
+        spawned = process::spawn(&what, &setup);
+    }
     let namespaces = setup.namespaces;
     // The rulesets, filter and cgroup descriptor were used by the child before
     // `exec`: the setup's part is done.

@@ -61,7 +61,7 @@ async fn a_child_past_its_deadline_is_killed_and_reaped() {
     let table = ProcessTable::default();
     let cancel = CancellationToken::new();
     let finished =
-        run(sleeper(Duration::from_millis(200)), setup(), None, None, "/usr/bin:/bin", &table, &cancel)
+        run(sleeper(Duration::from_millis(200)), setup(), None, None, "/usr/bin:/bin", &table, &cancel, None)
             .await
             .unwrap();
     assert!(finished.timed_out && finished.signal == Some(libc::SIGKILL), "{finished:?}");
@@ -80,7 +80,7 @@ async fn a_cancelled_child_is_killed_and_reaped() {
         later.cancel();
     });
     let finished =
-        run(sleeper(Duration::from_secs(60)), setup(), None, None, "/usr/bin:/bin", &table, &cancel)
+        run(sleeper(Duration::from_secs(60)), setup(), None, None, "/usr/bin:/bin", &table, &cancel, None)
             .await
             .unwrap();
     assert!(finished.cancelled, "{finished:?}");
@@ -93,7 +93,8 @@ async fn a_dropped_call_leaves_no_process() {
     let running = table.clone();
     let task = tokio::spawn(async move {
         let cancel = CancellationToken::new();
-        run(sleeper(Duration::from_secs(60)), setup(), None, None, "/usr/bin:/bin", &running, &cancel).await
+        run(sleeper(Duration::from_secs(60)), setup(), None, None, "/usr/bin:/bin", &running, &cancel, None)
+            .await
     });
     let mut pid = None;
     for _ in 0..200 {
