@@ -31,14 +31,13 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 use std::sync::Arc;
 
 use super::ChildLimits;
 pub(crate) use super::mounts::MountOp;
-use super::shared_root::SharedRoot;
 pub(crate) use super::step::{SetupFailed, Step};
 
 /// `mount_setattr(2)` (Linux 5.12), the same number on every architecture.
@@ -71,6 +70,25 @@ struct CapData {
     effective: u32,
     permitted: u32,
     inheritable: u32,
+}
+
+/// A root built once and shared (`super::shared_root` keeps them): its user and
+/// mount namespaces, by descriptor only.
+#[derive(Debug)]
+pub(crate) struct SharedRoot {
+    userns: OwnedFd,
+    mntns: OwnedFd,
+}
+
+impl SharedRoot {
+    pub(super) fn new(userns: OwnedFd, mntns: OwnedFd) -> Self {
+        SharedRoot { userns, mntns }
+    }
+
+    /// The user namespace's and the mount namespace's descriptors.
+    pub(super) fn fds(&self) -> (RawFd, RawFd) {
+        (self.userns.as_raw_fd(), self.mntns.as_raw_fd())
+    }
 }
 
 /// The user namespace's maps: the host's own uid and gid, to themselves, so files
@@ -366,8 +384,8 @@ fn listen_inside(loopback: &Loopback) -> io::Result<()> {
 
 /// The descriptor a child sent over `channel` ([`Loopback`]), without waiting: the
 /// child sent it before `exec`, so by the time the spawn returned it is there.
-pub(crate) fn receive_fd(channel: &std::os::unix::net::UnixStream) -> io::Result<std::os::fd::OwnedFd> {
-    use std::os::fd::{AsRawFd, FromRawFd};
+pub(crate) fn receive_fd(channel: &std::os::unix::net::UnixStream) -> io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd;
     // SAFETY: recvmsg into stack buffers that outlive the call; the descriptor read
     // out of the control message is a new one the kernel installed for this process,
     // owned from here on.
@@ -387,7 +405,7 @@ pub(crate) fn receive_fd(channel: &std::os::unix::net::UnixStream) -> io::Result
             return Err(io::Error::new(io::ErrorKind::InvalidData, "the child sent no descriptor"));
         }
         let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
-        Ok(std::os::fd::OwnedFd::from_raw_fd(fd))
+        Ok(OwnedFd::from_raw_fd(fd))
     }
 }
 

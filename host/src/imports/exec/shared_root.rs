@@ -25,29 +25,14 @@
 //! The descriptors are close-on-exec: a child holds them only until its `exec`.
 //! A root the host no longer keeps goes when the last child in it has exited.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 
 use super::clone::ChildFailed;
-use super::confine::IdMaps;
+use super::confine::{IdMaps, SharedRoot};
 use super::mounts::{Layout, ProtectBind};
 
 /// How many roots a host keeps (one per set of binds; read-only calls share one).
 const KEEP: usize = 4;
-
-/// A built root: its user and mount namespaces.
-#[derive(Debug)]
-pub(crate) struct SharedRoot {
-    userns: OwnedFd,
-    mntns: OwnedFd,
-}
-
-impl SharedRoot {
-    /// The user namespace's and the mount namespace's descriptors.
-    pub(super) fn fds(&self) -> (RawFd, RawFd) {
-        (self.userns.as_raw_fd(), self.mntns.as_raw_fd())
-    }
-}
 
 /// What a root is built for: a writing call or not, and the protected binds.
 type Key = (bool, Vec<ProtectBind>);
@@ -86,7 +71,7 @@ impl SharedRoots {
             }
             super::clone::StartFailed::Child(other) => format!("{other:?}"),
         })?;
-        let root = Arc::new(SharedRoot { userns, mntns });
+        let root = Arc::new(SharedRoot::new(userns, mntns));
         built.insert(0, (key, root.clone()));
         let keep = KEEP.min(built.len());
         let old: Vec<_> = built.drain(keep..).collect();
