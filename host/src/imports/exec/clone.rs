@@ -127,38 +127,109 @@ pub(super) fn start(image: &Image<'_>) -> Result<Started, StartFailed> {
 }
 
 /// What a helper building a shared root shares with the host.
-struct Helper<'a> {
+struct RootHelper<'a> {
     ids: &'a IdMaps,
     ops: &'a [MountOp],
     fds: Cell<[RawFd; 2]>,
     failed: Cell<Option<SetupFailed>>,
 }
 
-/// Build a root to share (`super::shared_root`) in a helper process: started like
-/// a child, but sharing the host's descriptor table (`CLONE_FILES`), so that the
-/// descriptors it opens on its new user and mount namespaces are the host's once it
-/// has exited. Returns them (user namespace, mount namespace). The helper never
-/// runs a program: it exits once the root is built.
+/// Build a root to share (`super::shared_root`) in a helper process ([`helper`]),
+/// so that the descriptors it opens on its new user and mount namespaces are the
+/// host's once it has exited. Returns them (user namespace, mount namespace).
 pub(super) fn build_shared_root(ids: &IdMaps, ops: &[MountOp]) -> Result<(OwnedFd, OwnedFd), StartFailed> {
+    let root = RootHelper { ids, ops, fds: Cell::new([-1, -1]), failed: Cell::new(None) };
+    extern "C" fn main(arg: *mut c_void) -> c_int {
+        // SAFETY: `arg` is the parent's `RootHelper`, alive while it is suspended.
+        let root = unsafe { &*arg.cast_const().cast::<RootHelper<'_>>() };
+        let outcome = super::confine::build_shared(root.ids, root.ops, &root.fds);
+        root.failed.set(outcome.err());
+        0
+    }
+    helper(main, (&raw const root).cast_mut().cast())?;
+    if let Some(failed) = root.failed.get() {
+        return Err(StartFailed::Child(ChildFailed::Setup(failed)));
+    }
+    match root.fds.get() {
+        // SAFETY: the helper opened both in the table it shared with the host, and
+        // handed them over (it has exited): owned from here on.
+        [userns, mntns] if userns >= 0 && mntns >= 0 => unsafe {
+            Ok((OwnedFd::from_raw_fd(userns), OwnedFd::from_raw_fd(mntns)))
+        },
+        _ => Err(StartFailed::Host(io::Error::other("the helper building a shared root exited early"))),
+    }
+}
+
+/// The most network namespaces one helper makes.
+pub(super) const MAX_NETS: usize = 8;
+
+/// What a helper making network namespaces shares with the host.
+struct NetHelper {
+    userns: RawFd,
+    fds: [Cell<RawFd>; MAX_NETS],
+    count: usize,
+    failed: Cell<Option<SetupFailed>>,
+}
+
+/// Make up to `count` (at most [`MAX_NETS`]) network namespaces owned by the user
+/// namespace `userns` (a shared root's), in a helper process ([`helper`]). Returns
+/// those made, even when the helper stopped early.
+pub(super) fn make_nets(userns: BorrowedFd<'_>, count: usize) -> Result<Vec<OwnedFd>, StartFailed> {
+    let nets = NetHelper {
+        userns: userns.as_raw_fd(),
+        fds: std::array::from_fn(|_| Cell::new(-1)),
+        count: count.min(MAX_NETS),
+        failed: Cell::new(None),
+    };
+    extern "C" fn main(arg: *mut c_void) -> c_int {
+        // SAFETY: `arg` is the parent's `NetHelper`, alive while it is suspended.
+        let nets = unsafe { &*arg.cast_const().cast::<NetHelper>() };
+        let outcome = super::confine::make_nets(nets.userns, &nets.fds[..nets.count]);
+        nets.failed.set(outcome.err());
+        0
+    }
+    helper(main, (&raw const nets).cast_mut().cast())?;
+    // SAFETY: each descriptor was opened by the helper in the table it shared with
+    // the host, and handed over (it has exited): owned from here on.
+    let made: Vec<OwnedFd> = nets
+        .fds
+        .iter()
+        .map(Cell::get)
+        .filter(|&fd| fd >= 0)
+        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+        .collect();
+    match nets.failed.get() {
+        Some(failed) if made.is_empty() => Err(StartFailed::Child(ChildFailed::Setup(failed))),
+        _ => Ok(made),
+    }
+}
+
+/// Run `main(arg)` in a helper process: started like a child, but sharing the
+/// host's descriptor table (`CLONE_FILES`), so that what it opens is the host's
+/// once it has exited. It never runs a program; it returns once the helper has
+/// exited. `main` only makes system calls on `arg`, which outlives the call.
+fn helper(main: extern "C" fn(*mut c_void) -> c_int, arg: *mut c_void) -> Result<(), StartFailed> {
+    extern "C" fn entry(arg: *mut c_void) -> c_int {
+        // SAFETY: `arg` is the parent's `(main, arg)`, alive while it is suspended.
+        let (main, arg) =
+            unsafe { *arg.cast_const().cast::<(extern "C" fn(*mut c_void) -> c_int, *mut c_void)>() };
+        let code = main(arg);
+        // SAFETY: ends this process only, without running anything of the host's.
+        unsafe { libc::_exit(code) }
+    }
     let stack = Stack::new().map_err(StartFailed::Host)?;
-    let helper = Helper { ids, ops, fds: Cell::new([-1, -1]), failed: Cell::new(None) };
+    let call = (main, arg);
     let mut pidfd: c_int = -1;
     let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::CLONE_PIDFD | libc::SIGCHLD;
     // SAFETY: as in `start`: every signal blocked around the `clone` (the helper
     // keeps them blocked: it runs no handler and exits), a function that only makes
-    // system calls on `helper`, alive while this thread is suspended (CLONE_VFORK).
+    // system calls on `call`, alive while this thread is suspended (CLONE_VFORK).
     let (pid, clone_error) = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let pid = libc::clone(
-            helper_main,
-            stack.top(),
-            flags,
-            (&raw const helper).cast_mut().cast(),
-            &raw mut pidfd,
-        );
+        let pid = libc::clone(entry, stack.top(), flags, (&raw const call).cast_mut().cast(), &raw mut pidfd);
         let clone_error = io::Error::last_os_error();
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         (pid, clone_error)
@@ -169,32 +240,7 @@ pub(super) fn build_shared_root(ids: &IdMaps, ops: &[MountOp]) -> Result<(OwnedF
     // SAFETY: CLONE_PIDFD succeeded: `pidfd` is a new descriptor owned from here on.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
     let _ = reap(pidfd_ref(&pidfd), true);
-    if let Some(failed) = helper.failed.get() {
-        return Err(StartFailed::Child(ChildFailed::Setup(failed)));
-    }
-    match helper.fds.get() {
-        // SAFETY: the helper opened both in the table it shared with the host, and
-        // handed them over (it has exited): owned from here on.
-        [userns, mntns] if userns >= 0 && mntns >= 0 => unsafe {
-            Ok((OwnedFd::from_raw_fd(userns), OwnedFd::from_raw_fd(mntns)))
-        },
-        _ => Err(StartFailed::Host(io::Error::other("the helper building a shared root exited early"))),
-    }
-}
-
-/// The helper: builds the root, records the outcome, exits.
-extern "C" fn helper_main(arg: *mut c_void) -> c_int {
-    // SAFETY: `arg` is the parent's `Helper`, alive while the parent is suspended.
-    let helper = unsafe { &*arg.cast_const().cast::<Helper<'_>>() };
-    let code = match super::confine::build_shared(helper.ids, helper.ops, &helper.fds) {
-        Ok(()) => 0,
-        Err(failed) => {
-            helper.failed.set(Some(failed));
-            127
-        }
-    };
-    // SAFETY: ends this process only, without running anything of the host's.
-    unsafe { libc::_exit(code) }
+    Ok(())
 }
 
 fn pidfd_ref(fd: &OwnedFd) -> BorrowedFd<'_> {

@@ -34,7 +34,8 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use super::ChildLimits;
 pub(crate) use super::mounts::MountOp;
@@ -73,21 +74,44 @@ struct CapData {
 }
 
 /// A root built once and shared (`super::shared_root` keeps them): its user and
-/// mount namespaces, by descriptor only.
+/// mount namespaces, by descriptor only, and network namespaces made ahead of
+/// time in its user namespace, each given to one child only.
 #[derive(Debug)]
 pub(crate) struct SharedRoot {
     userns: OwnedFd,
     mntns: OwnedFd,
+    nets: Mutex<Vec<OwnedFd>>,
+    /// A helper is making more network namespaces.
+    pub(super) refilling: AtomicBool,
 }
 
 impl SharedRoot {
     pub(super) fn new(userns: OwnedFd, mntns: OwnedFd) -> Self {
-        SharedRoot { userns, mntns }
+        SharedRoot { userns, mntns, nets: Mutex::new(Vec::new()), refilling: AtomicBool::new(false) }
     }
 
     /// The user namespace's and the mount namespace's descriptors.
     pub(super) fn fds(&self) -> (RawFd, RawFd) {
         (self.userns.as_raw_fd(), self.mntns.as_raw_fd())
+    }
+
+    /// The user namespace, which owns the network namespaces made for the root.
+    pub(super) fn userns(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.userns.as_fd()
+    }
+
+    /// A network namespace made ahead of time, no longer kept here (none left: the
+    /// child makes its own), and how many are left.
+    pub(super) fn take_net(&self) -> (Option<OwnedFd>, usize) {
+        let mut nets = self.nets.lock().unwrap_or_else(|e| e.into_inner());
+        let net = nets.pop();
+        (net, nets.len())
+    }
+
+    /// Keep `made` for the children to come.
+    pub(super) fn add_nets(&self, made: Vec<OwnedFd>) {
+        self.nets.lock().unwrap_or_else(|e| e.into_inner()).extend(made);
     }
 }
 
@@ -111,7 +135,7 @@ impl IdMaps {
 
 /// Everything one child applies to itself, as plain values (the child only reads
 /// them).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct ChildSetup {
     /// The Landlock ruleset to apply (`None`: unconfined).
     pub ruleset: Option<RawFd>,
@@ -126,6 +150,9 @@ pub(crate) struct ChildSetup {
     /// A root built once and shared (`super::shared_root`): the child enters its
     /// mount namespace (through its user namespace) instead of building its own.
     pub root: Option<Arc<SharedRoot>>,
+    /// A network namespace of `root`'s, made ahead of time, for this child alone
+    /// (none: the child makes its own).
+    pub net: Option<OwnedFd>,
     /// Drop every capability before `exec` (the highest capability number).
     pub drop_caps: Option<u32>,
     /// An open `cgroup.procs` of the child's pids cgroup, to join.
@@ -167,6 +194,7 @@ impl ChildSetup {
             ids: None,
             mounts: Vec::new(),
             root: None,
+            net: None,
             drop_caps: None,
             cgroup_procs: None,
             cpu_seconds: limits.cpu_seconds,
@@ -239,7 +267,19 @@ impl ChildSetup {
                     None if self.mounts.is_empty() => 0,
                     None => libc::CLONE_NEWNS,
                 };
-                check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET | mount).into())
+                // A network namespace made ahead of time in the shared root's user
+                // namespace (entered just now), used by no other process: entered
+                // here, and the child's own user namespace made below it has no
+                // capability over it. Else the child makes its own.
+                let net = match (&self.root, &self.net) {
+                    (Some(_), Some(net)) => {
+                        check(libc::setns(net.as_raw_fd(), libc::CLONE_NEWNET).into())
+                            .map_err(at(Step::Namespaces))?;
+                        0
+                    }
+                    _ => libc::CLONE_NEWNET,
+                };
+                check(libc::unshare(libc::CLONE_NEWUSER | net | mount).into())
                     .map_err(at(Step::Namespaces))?;
                 let mut written = Ok(());
                 if let Some(ids) = &self.ids {
@@ -321,6 +361,25 @@ pub(super) fn build_shared(
             }
         }
         out.set([userns, mntns]);
+    }
+    Ok(())
+}
+
+/// The helper's side of making network namespaces ahead of time for a shared root
+/// (`super::clone::make_nets`, sharing the host's descriptor table): enters the
+/// root's user namespace `userns`, then makes one network namespace after another,
+/// a descriptor on each put in `out` (-1 where it stopped). Nothing that allocates.
+pub(super) fn make_nets(userns: RawFd, out: &[std::cell::Cell<RawFd>]) -> Result<(), SetupFailed> {
+    let at = |step: Step| move |e: io::Error| SetupFailed { step, errno: e.raw_os_error().unwrap_or(0) };
+    // SAFETY: plain system calls on a descriptor the host keeps open and static data.
+    unsafe {
+        check(libc::setns(userns, libc::CLONE_NEWUSER).into()).map_err(at(Step::Namespaces))?;
+        for slot in out {
+            check(libc::unshare(libc::CLONE_NEWNET).into()).map_err(at(Step::Namespaces))?;
+            let net = libc::open(c"/proc/self/ns/net".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            check(net.into()).map_err(at(Step::Namespaces))?;
+            slot.set(net);
+        }
     }
     Ok(())
 }

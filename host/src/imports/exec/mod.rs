@@ -15,7 +15,8 @@
 //!   there. Landlock limits it further (the work dir read-write only when the call
 //!   may write; signals and abstract unix sockets scoped to its own domain); a new
 //!   user and network namespace leaves it no network and no capability (uid and gid
-//!   map to the host's own, so files keep their owner); seccomp refuses set-uid
+//!   map to the host's own, so files keep their owner; the network namespace, made
+//!   ahead of time for it alone, is one it has no capability over); seccomp refuses set-uid
 //!   bits and `mknod`; every descriptor the host holds is closed at `exec`; rlimits
 //!   bound CPU time, file size, address space and core dumps; it leads its own
 //!   session and process group; a pids cgroup ([`cgroup`]) caps how many processes

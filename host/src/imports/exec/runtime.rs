@@ -80,6 +80,7 @@ impl Confinement {
             match self.roots.get(&self.layout, &self.ids, writable, protect) {
                 Ok(root) => {
                     setup.mounts = self.layout.checks(protect, cwd)?;
+                    setup.net = self.roots.net(&root);
                     setup.root = Some(root);
                     return Ok(());
                 }
@@ -89,6 +90,7 @@ impl Confinement {
             }
         }
         setup.root = None;
+        setup.net = None;
         setup.mounts = self.layout.script(writable, protect, cwd)?;
         Ok(())
     }

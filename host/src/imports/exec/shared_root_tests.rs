@@ -99,3 +99,91 @@ fn a_bind_the_host_removed_stops_the_child_and_the_runtime_builds_a_fresh_root()
     assert_ne!(finished.exit_code, Some(0), "{finished:?}");
     assert!(!work.join(".git/x").exists());
 }
+
+/// The network namespace `pid` is in.
+fn net_of(pid: u32) -> std::path::PathBuf {
+    std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap()
+}
+
+#[test]
+fn each_child_enters_a_network_namespace_made_for_it_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().canonicalize().unwrap();
+    let runtime = ExecRuntime::new(ExecSettings::default(), Some(work.clone()));
+    let (confinement, limits) = runtime.confinement_for_tests();
+    let args = vec!["-c".to_string(), "sleep 5".to_string()];
+    let what = Spawn {
+        program: Path::new("/bin/sh"),
+        arg0: "sh",
+        args: &args,
+        env: vec![],
+        cwd: &work,
+        stdin: false,
+        output: Output::Null,
+    };
+    // The first child finds none made yet and makes its own; with no runtime, the
+    // helper makes more before `setup` returns, and the next children get them.
+    // (A child's cgroup, where there is one, kills it when dropped: kept.)
+    let (mut children, mut cgroups) = (Vec::new(), Vec::new());
+    let mut pooled = 0;
+    for _ in 0..6 {
+        let (setup, cgroup) = confinement.setup(limits, false, &work, &[]).unwrap();
+        pooled += usize::from(setup.net.is_some());
+        children.push(super::super::process::spawn(&what, &setup).unwrap());
+        cgroups.push(cgroup);
+    }
+    assert!(pooled >= 4, "only {pooled} of 6 children got a namespace made ahead of time");
+    let mut nets: Vec<_> = children.iter().map(|c| net_of(c.process.id())).collect();
+    nets.push(std::fs::read_link("/proc/self/ns/net").unwrap());
+    let distinct: std::collections::BTreeSet<_> = nets.iter().collect();
+    assert_eq!(distinct.len(), nets.len(), "two children (or a child and the host) share one: {nets:?}");
+    for mut child in children {
+        child.process.kill();
+        let _ = child.process.wait_blocking();
+    }
+}
+
+#[test]
+fn a_child_in_a_namespace_made_ahead_reaches_nothing_and_cannot_bring_up_its_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().canonicalize().unwrap();
+    let runtime = ExecRuntime::new(ExecSettings::default(), Some(work.clone()));
+    let (confinement, limits) = runtime.confinement_for_tests();
+    // Prime the pool (no runtime: made before `setup` returns).
+    drop(confinement.setup(limits, true, &work, &[]).unwrap());
+    let (setup, _cgroup) = confinement.setup(limits, true, &work, &[]).unwrap();
+    assert!(setup.net.is_some());
+    let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    host.set_nonblocking(true).unwrap();
+    let port = host.local_addr().unwrap().port();
+    // Connect to the host's listener, then bring `lo` up (SIOCSIFFLAGS) and try
+    // again: each outcome written to a file.
+    let script = format!(
+        r#"
+import socket, fcntl, struct
+def connect(name):
+    try:
+        socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+        out = "connected"
+    except OSError as e:
+        out = "refused %d" % e.errno
+    open(name, "w").write(out)
+connect("before")
+try:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", b"lo", 0x1 | 0x8))
+    up = "up"
+except OSError as e:
+    up = "refused %d" % e.errno
+open("up", "w").write(up)
+connect("after")
+"#
+    );
+    std::fs::write(work.join("probe.py"), script).unwrap();
+    assert!(sh(&work, "python3 probe.py", &setup).unwrap(), "the probe failed to run");
+    let read = |name: &str| std::fs::read_to_string(work.join(name)).unwrap();
+    assert!(read("before").starts_with("refused"), "{}", read("before"));
+    assert!(read("up").starts_with("refused"), "{}", read("up"));
+    assert!(read("after").starts_with("refused"), "{}", read("after"));
+    assert!(host.accept().is_err(), "the host's listener was reached");
+}
