@@ -161,7 +161,7 @@ pub(super) fn build_shared_root(ids: &IdMaps, ops: &[MountOp]) -> Result<(OwnedF
 }
 
 /// The most network namespaces one helper makes.
-pub(super) const MAX_NETS: usize = 8;
+const MAX_NETS: usize = 8;
 
 /// What a helper making network namespaces shares with the host.
 struct NetHelper {

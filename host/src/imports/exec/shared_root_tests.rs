@@ -11,15 +11,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::ExecSettings;
 use super::super::clone::ChildFailed;
-use super::super::confine::{SetupFailed, Step};
+use super::super::confine::{ChildSetup, SetupFailed, Step};
 use super::super::mounts::ProtectBind;
-use super::super::process::{Failed, Output, Spawn, StartError};
+use super::super::process::{Failed, Output, Spawn, Spawned, StartError};
 use super::super::request::SpawnRequest;
 use super::super::runtime::ExecRuntime;
 use crate::imports::CallInfo;
 
-/// `sh -c command` in `work`, with `setup`.
-fn sh(work: &Path, command: &str, setup: &super::super::confine::ChildSetup) -> Result<bool, StartError> {
+/// Start `sh -c command` in `work`, with `setup`.
+fn start_sh(work: &Path, command: &str, setup: &ChildSetup) -> Result<Spawned, StartError> {
     let args = vec!["-c".to_string(), command.to_string()];
     let what = Spawn {
         program: Path::new("/bin/sh"),
@@ -30,8 +30,12 @@ fn sh(work: &Path, command: &str, setup: &super::super::confine::ChildSetup) -> 
         stdin: false,
         output: Output::Null,
     };
-    let mut spawned = super::super::process::spawn(&what, setup)?;
-    Ok(spawned.process.wait_blocking().expect("wait").success())
+    super::super::process::spawn(&what, setup)
+}
+
+/// `sh -c command` in `work`, with `setup`, to its end.
+fn sh(work: &Path, command: &str, setup: &ChildSetup) -> Result<bool, StartError> {
+    Ok(start_sh(work, command, setup)?.process.wait_blocking().expect("wait").success())
 }
 
 fn stale(result: Result<bool, StartError>) {
@@ -111,16 +115,6 @@ fn each_child_enters_a_network_namespace_made_for_it_alone() {
     let work = dir.path().canonicalize().unwrap();
     let runtime = ExecRuntime::new(ExecSettings::default(), Some(work.clone()));
     let (confinement, limits) = runtime.confinement_for_tests();
-    let args = vec!["-c".to_string(), "sleep 5".to_string()];
-    let what = Spawn {
-        program: Path::new("/bin/sh"),
-        arg0: "sh",
-        args: &args,
-        env: vec![],
-        cwd: &work,
-        stdin: false,
-        output: Output::Null,
-    };
     // The first child finds none made yet and makes its own; with no runtime, the
     // helper makes more before `setup` returns, and the next children get them.
     // (A child's cgroup, where there is one, kills it when dropped: kept.)
@@ -129,7 +123,7 @@ fn each_child_enters_a_network_namespace_made_for_it_alone() {
     for _ in 0..6 {
         let (setup, cgroup) = confinement.setup(limits, false, &work, &[]).unwrap();
         pooled += usize::from(setup.net.is_some());
-        children.push(super::super::process::spawn(&what, &setup).unwrap());
+        children.push(start_sh(&work, "sleep 5", &setup).unwrap());
         cgroups.push(cgroup);
     }
     assert!(pooled >= 4, "only {pooled} of 6 children got a namespace made ahead of time");
