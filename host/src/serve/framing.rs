@@ -1,8 +1,8 @@
-//! The newline-delimited JSON front of the stdio server: what to do with each
-//! line the client sends ([`handle_line`]). It answers what rmcp would answer
-//! wrongly or not at all ([`jsonrpc`]), splits batches, and hands every other
-//! message on as rmcp's own type; [`super::front`] reads the lines and feeds
-//! rmcp, [`Outgoing`] writes what goes back.
+//! The newline-delimited JSON front of the stdio server: it reads the client's
+//! lines, answers what rmcp would answer wrongly or not at all ([`jsonrpc`]),
+//! splits batches, and hands every other message to rmcp already parsed, as
+//! rmcp's own type, through [`FrontTransport`]; what rmcp sends goes out
+//! through [`Outgoing`].
 //!
 //! Batches (JSON-RPC arrays) are a 2025-03-26 feature: on a session that
 //! negotiated that revision each member is handled as if it came alone, and the
@@ -13,38 +13,101 @@
 //!
 //! Lines longer than [`MAX_LINE_BYTES`] are answered `-32600` and skipped.
 
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
 use rmcp::model::{ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId};
+use rmcp::service::QuitReason;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, BufReader};
+use tokio::sync::mpsc;
 
 use super::jsonrpc::{self, INVALID_REQUEST, Incoming};
-use super::outgoing::{Batches, Outgoing};
+use super::mcp::ToolhostServer;
+use super::outgoing::{Batches, FrontTransport, Outgoing};
 
 /// The longest line the server reads (a message with a large `write_file`).
 pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
+/// Messages read ahead of rmcp before the reader waits.
+const QUEUE: usize = 256;
+/// Bytes read from the client at once.
+const READ_BUFFER: usize = 64 << 10;
 
-/// The answer to a line longer than [`MAX_LINE_BYTES`].
-pub(super) fn too_long() -> Value {
-    let why = format!("Invalid Request: a message is at most {MAX_LINE_BYTES} bytes");
-    jsonrpc::error_response(Value::Null, INVALID_REQUEST, why)
+/// Serve `server` to the client on `input`/`output` through the front:
+/// returns when the client closes `input` and rmcp has finished.
+pub(crate) async fn serve<R, W>(input: R, output: W, server: ToolhostServer) -> anyhow::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Send + 'static,
+{
+    let outgoing = Arc::new(Outgoing::new(output));
+    let (to_rmcp, incoming) = mpsc::channel(QUEUE);
+    // The reader runs on a worker of its own task (not on the caller's, which
+    // may be the thread that blocks on the runtime).
+    let reader = tokio::spawn(read_lines(input, to_rmcp, outgoing.clone()));
+    let running = server.serve(FrontTransport::new(incoming, outgoing)).await?;
+    let reason = running.waiting().await?;
+    tracing::info!(?reason, "MCP session ended");
+    if !matches!(reason, QuitReason::Closed) {
+        // rmcp stopped on its own: nothing reads what the client sends any more.
+        reader.abort();
+        return Ok(());
+    }
+    reader.await??;
+    Ok(())
+}
+
+/// Read the client's lines until it closes `input`: answer what the front
+/// answers, send the rest to rmcp.
+async fn read_lines<R: AsyncRead + Unpin>(
+    input: R,
+    to_rmcp: mpsc::Sender<ClientJsonRpcMessage>,
+    outgoing: Arc<Outgoing>,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::with_capacity(READ_BUFFER, input);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = (&mut reader).take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut line).await?;
+        if read == 0 {
+            return Ok(());
+        }
+        if line.len() > MAX_LINE_BYTES && line.last() != Some(&b'\n') {
+            skip_rest_of_line(&mut reader).await?;
+            let why = format!("Invalid Request: a message is at most {MAX_LINE_BYTES} bytes");
+            answer(&outgoing, &jsonrpc::error_response(Value::Null, INVALID_REQUEST, why)).await;
+            continue;
+        }
+        for route in handle_line(&line, &outgoing) {
+            match route {
+                Route::Client(value) => answer(&outgoing, &value).await,
+                Route::Rmcp(message) => {
+                    if to_rmcp.send(*message).await.is_err() {
+                        // rmcp has stopped.
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Send the front's own answer (a client that stopped reading misses it).
-pub(super) async fn answer(outgoing: &Outgoing, value: &Value) {
+async fn answer(outgoing: &Outgoing, value: &Value) {
     if let Err(error) = outgoing.write_value(value).await {
         tracing::debug!(%error, "could not answer the client");
     }
 }
 
 /// Where one message goes.
-pub(super) enum Route {
+enum Route {
     Client(Value),
     Rmcp(Box<ClientJsonRpcMessage>),
 }
 
 /// Route one line from the client (the batches are locked only for a batch
 /// or a cancellation).
-pub(super) fn handle_line(line: &[u8], outgoing: &Outgoing) -> Vec<Route> {
+fn handle_line(line: &[u8], outgoing: &Outgoing) -> Vec<Route> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
@@ -121,11 +184,8 @@ fn route_one(value: Value, outgoing: &Outgoing) -> Vec<Route> {
 }
 
 /// Discard input up to and including the next newline (the tail of an
-/// oversized line). What is discarded is gone, so this may stop at its
-/// `await` and be called again.
-pub(super) async fn skip_rest_of_line<R: AsyncRead + Unpin>(
-    reader: &mut BufReader<R>,
-) -> std::io::Result<()> {
+/// oversized line).
+async fn skip_rest_of_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> std::io::Result<()> {
     loop {
         let buf = reader.fill_buf().await?;
         if buf.is_empty() {

@@ -1,9 +1,8 @@
 //! Serving the host's tools to agents: [`mcp`], the Model Context Protocol
-//! (rmcp's server), on [`stdio`] behind [`front`], rmcp's transport, which
-//! reads the client's lines through [`framing`], a newline-delimited JSON-RPC
-//! front that answers malformed input and batches as JSON-RPC 2.0 requires
-//! ([`jsonrpc`]) and hands rmcp the rest already parsed ([`outgoing`]: the
-//! lines to the client); [`result`]
+//! (rmcp's server), on [`stdio`] behind [`framing`], a newline-delimited
+//! JSON-RPC front that answers malformed input and batches as JSON-RPC 2.0
+//! requires ([`jsonrpc`]) and hands rmcp the rest already parsed
+//! ([`outgoing`]: rmcp's transport, the lines to the client); [`result`]
 //! shapes a call's outcome; [`http`] serves the same server over Streamable
 //! HTTP; [`approve`] asks the client's user about calls the permissions leave
 //! open ([`approve_question`]: the form and its answers; [`approve_state`]: the
@@ -14,7 +13,6 @@ mod approve_question;
 mod approve_spent;
 pub(crate) mod approve_state;
 mod framing;
-mod front;
 pub(crate) mod http;
 mod jsonrpc;
 pub(crate) mod mcp;

@@ -1,5 +1,8 @@
-//! [`Outgoing`], which writes each line to the stdio client: rmcp's messages,
-//! serialized once, straight from their type, and the front's own answers.
+//! The stdio server's side of rmcp: [`FrontTransport`], an rmcp [`Transport`]
+//! fed with messages the front already read and checked (rmcp's own type: no
+//! pipe between them, no second parse), and [`Outgoing`], which writes each
+//! line to the client: rmcp's messages, serialized once, straight from their
+//! type, and the front's own answers.
 //!
 //! An answer a batch waits for ([`Batches`]) is held until the batch is
 //! complete, then the batch goes out as one array. Only such an answer is
@@ -9,11 +12,14 @@
 use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use rmcp::model::{JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerResult};
+use rmcp::RoleServer;
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerResult};
+use rmcp::transport::Transport;
 use serde_json::Value;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
 
 /// The one revision whose sessions take batches.
 pub(super) const BATCH_REVISION: &str = "2025-03-26";
@@ -94,14 +100,6 @@ impl Outgoing {
         writer.flush().await
     }
 
-    /// Write rmcp's `message` now, or keep it for the batch that waits for it.
-    pub(super) async fn send(&self, message: &ServerJsonRpcMessage) -> io::Result<()> {
-        match self.line_for(message)? {
-            Some(line) => self.write_line(line).await,
-            None => Ok(()),
-        }
-    }
-
     /// rmcp's `message` as the line to write now, or `None` when a batch keeps
     /// it; an `initialize` result tells the revision.
     fn line_for(&self, message: &ServerJsonRpcMessage) -> io::Result<Option<Vec<u8>>> {
@@ -126,5 +124,42 @@ impl Outgoing {
             }
         }
         Ok(Some(serde_json::to_vec(message)?))
+    }
+}
+
+/// rmcp's transport: messages from the front in, rmcp's messages out to the
+/// client through [`Outgoing`].
+pub(super) struct FrontTransport {
+    incoming: mpsc::Receiver<ClientJsonRpcMessage>,
+    outgoing: Arc<Outgoing>,
+}
+
+impl FrontTransport {
+    /// rmcp reads what the front sends on `incoming` and writes to `outgoing`.
+    pub(super) fn new(incoming: mpsc::Receiver<ClientJsonRpcMessage>, outgoing: Arc<Outgoing>) -> Self {
+        Self { incoming, outgoing }
+    }
+}
+
+impl Transport<RoleServer> for FrontTransport {
+    type Error = io::Error;
+
+    fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = io::Result<()>> + Send + 'static {
+        let outgoing = self.outgoing.clone();
+        async move {
+            match outgoing.line_for(&item)? {
+                Some(line) => outgoing.write_line(line).await,
+                None => Ok(()),
+            }
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<ClientJsonRpcMessage>> + Send {
+        self.incoming.recv()
+    }
+
+    async fn close(&mut self) -> io::Result<()> {
+        self.incoming.close();
+        Ok(())
     }
 }

@@ -19,12 +19,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::mcp::ToolhostServer;
 
 /// Serve `server`'s tools over stdin/stdout until the client closes stdin,
-/// through the JSON-RPC front (`serve::front`). Nothing but the protocol
+/// through the JSON-RPC front (`serve::framing`). Nothing but the protocol
 /// is written to stdout.
 pub async fn serve_stdio(server: ToolhostServer) -> anyhow::Result<()> {
     let (input, _input_flags) = stdin();
     let (output, _output_flags) = stdout();
-    super::front::serve(input, output, server).await
+    super::framing::serve(input, output, server).await
 }
 
 /// stdin: a pipe or socket read through the event loop, else tokio's.
