@@ -184,12 +184,15 @@ pub(in crate::policy) fn fault(parts: &Parts, which: usize, at: usize) -> (Strin
         }
         4 => {
             // `KEYPATTERN`: the `=` left out.
+            // Printed in place: the same condition text may stand in another
+            // condition too (`k=/**` within `k=/**/-`).
             let bare = format!("{key}{}", conditions[i].pattern.replace('=', ""));
-            let written = format!("{key}={}", conditions[i].pattern);
-            let mut text = broken.print();
-            let start = text.rfind(&written).unwrap_or(0);
-            text.replace_range(start..start + written.len(), &bare);
-            (text, format!("`{bare}` is not KEY=PATTERN"))
+            let inner: Vec<String> = conditions
+                .iter()
+                .enumerate()
+                .map(|(j, c)| if j == i { bare.clone() } else { format!("{}={}", c.key, c.pattern) })
+                .collect();
+            (format!("{}({})", broken.tool, inner.join(",")), format!("`{bare}` is not KEY=PATTERN"))
         }
         5 => {
             conditions[i] = Condition { key: "command".into(), pattern: "git status; rm x".into() };
