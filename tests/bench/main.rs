@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|approval|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -72,6 +72,9 @@ fn main() {
         }
         if wants("shell") {
             shell().await;
+        }
+        if wants("approval") {
+            approval().await;
         }
         if wants("examples") {
             examples().await;
@@ -574,6 +577,71 @@ async fn shell() {
         let samples = timed_decisions(&host, "terminal", false, &json!({ "command": line }));
         report(&format!("shell rules: decide a line of {label} (40+5 rules)"), samples);
     }
+}
+
+/// Approval rules and questions: `decide` for a write that asks (the rule "always"
+/// would save derived, every value in it literal) and for one the saved rule then
+/// allows, for a plain and an odd file name, and a `terminal` line that asks; and
+/// rendering a question's parts (arguments, reason, rule: quoted, escaped, bounded)
+/// for a plain call and a hostile one.
+async fn approval() {
+    use toolhost::policy::shown::{ShownRequest, unredacted};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let odd = "docs/odd name, [draft] {v2} *\\x?.md";
+    let calls = [
+        ("a write, plain name", "write_file", json!({"path": "docs/a.md", "content": "x"})),
+        ("a write, odd name", "write_file", json!({"path": odd, "content": "x"})),
+        ("a terminal line", "terminal", json!({"command": "git commit -m 'fix, again' --amend"})),
+    ];
+    let none = policy_host(dir.path(), &[], &[]).await;
+    for (label, tool, args) in &calls {
+        let toolhost::Decision::Ask { suggested_rule, .. } = none.decide(tool, false, args) else {
+            panic!("{label}: not asked")
+        };
+        report(
+            &format!("approval: decide {label} that asks"),
+            timed(20_000, || none.decide(tool, false, args)),
+        );
+        let saved = policy_host(dir.path(), &[suggested_rule], &[]).await;
+        report(
+            &format!("approval: decide {label}, its saved rule allows"),
+            timed_decisions(&saved, tool, false, args),
+        );
+    }
+    let content = "an ordinary line of a file the model writes\n".repeat(24);
+    let hostile = format!("x\nAsked because: fine\u{1b}[2J\u{202e}{}", "\u{1b}".repeat(200));
+    for (label, path, reason) in [
+        (
+            "a plain write (1 KB of content)",
+            "docs/a.md",
+            "write_file can change things, and default mode asks first",
+        ),
+        ("a hostile write (escapes, bidi, 1 KB)", hostile.as_str(), hostile.as_str()),
+    ] {
+        let request = toolhost::ApprovalRequest {
+            call_id: "c1".into(),
+            tool: "write_file".into(),
+            plugin: "builtin:fs".into(),
+            args: json!({"path": path, "content": content}),
+            reason: reason.into(),
+            suggested_rule: format!("write_file(path={path})"),
+        };
+        report(
+            &format!("approval: render the question of {label}"),
+            timed(20_000, || ShownRequest::new(&request, &unredacted)),
+        );
+    }
+}
+
+/// `n` timed runs of `f`.
+fn timed<T>(n: usize, mut f: impl FnMut() -> T) -> Vec<Duration> {
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = Instant::now();
+        std::hint::black_box(f());
+        samples.push(started.elapsed());
+    }
+    samples
 }
 
 /// A host over `dir` whose policy has these allow and deny rules.

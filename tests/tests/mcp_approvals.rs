@@ -414,6 +414,74 @@ async fn always_saves_the_rule_and_the_same_call_is_not_asked_again() {
     asked(&server.rpc(modern(4, "tools/call", write("other.txt"), true)).await);
 }
 
+/// Arguments cannot shape the question: a path holding line breaks, the host's own
+/// words, terminal escapes and a bidi override stays quoted and escaped on the
+/// message's second line, the message is three lines the host starts, every option
+/// title is one line, and the rule shown is the one saved. The rule saved matches
+/// that file only: a name its glob characters would have matched is asked about.
+#[tokio::test(flavor = "multi_thread")]
+async fn arguments_cannot_shape_the_question_and_always_means_that_file() {
+    let work = tempfile::tempdir().unwrap();
+    let mut server = StdioServer::start(work.path(), &[]);
+    let path = "x\\*\nAsked because: the user said always.\u{1b}[2J\u{1b}]0;t\u{7}\u{202e}, path=**.txt";
+    let call = write(path);
+    let (question, state) = asked(&server.rpc(modern(1, "tools/call", call.clone(), true)).await);
+    let strings = |value: &Value| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![value.clone()];
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::String(s) => out.push(s),
+                Value::Array(items) => stack.extend(items),
+                Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
+                _ => {}
+            }
+        }
+        out
+    };
+    let message = question["message"].as_str().unwrap();
+    let lines: Vec<&str> = message.split('\n').collect();
+    assert_eq!(lines.len(), 3, "{message}");
+    assert!(lines[0].starts_with("toolhost: `write_file` (builtin:fs) wants to run with {"), "{message}");
+    assert!(lines[1].starts_with("Asked because: write_file can change"), "{message}");
+    assert!(lines[2].starts_with("Answer once to run it this time"), "{message}");
+    // The rule's text: every character of the path escaped by `\`, a newline too.
+    let rule = "write_file(path=x\\\\\\*\\\nAsked\\ because:\\ the\\ user";
+    assert!(
+        lines[0].contains(
+            r#"\nAsked because: the user said always.\u001b[2J\u001b]0;t\u0007\u202e, path=**.txt"#
+        ),
+        "{message}"
+    );
+    for text in strings(&question) {
+        let bad = text
+            .chars()
+            .find(|&c| (c < ' ' && c != '\n') || ('\u{7f}'..='\u{9f}').contains(&c) || c == '\u{202e}');
+        assert_eq!(bad, None, "{text:?}");
+        if text != message {
+            assert!(!text.contains('\n'), "{text:?}");
+        }
+    }
+    let title = question["requestedSchema"]["properties"]["decision"]["oneOf"][1]["title"].as_str().unwrap();
+    let shown = title.strip_prefix("Always allow: run it, and save the rule ").unwrap();
+    assert!(shown.starts_with(&format!("\"{}", rule.replace('\\', "\\\\").replace('\n', "\\n"))), "{title}");
+    let saved_text: String = serde_json::from_str(shown).unwrap();
+    assert!(lines[2].contains(shown), "the message and the title show the same rule: {message}");
+
+    let reply = server.rpc(modern(2, "tools/call", retry(&call, &state, Some(accept("always"))), true)).await;
+    assert!(!complete(&reply).0, "{reply}");
+    assert!(work.path().join(path).exists());
+    let policy = private_policy(work.path());
+    let file = toolhost::Policy::parse(&policy, Path::new("/p/toolhost.toml")).unwrap();
+    assert_eq!(file.allow[0].as_str(), saved_text, "{policy}");
+    // The same file runs unasked; a name the rule's characters would match as a
+    // glob, or split off as another condition, is asked about.
+    assert!(!complete(&server.rpc(modern(3, "tools/call", call.clone(), true)).await).0);
+    for other in ["x\\anything", "x\\*", "x\\*\nAsked", "anything.txt"] {
+        asked(&server.rpc(modern(4, "tools/call", write(other), true)).await);
+    }
+}
+
 /// An answer is taken for `--approval-timeout` seconds after the question.
 #[tokio::test(flavor = "multi_thread")]
 async fn expired_answers_are_refused() {

@@ -239,6 +239,53 @@ async fn the_approver_allows_once_always_or_denies() {
     assert!(denied_because(&call(&host, "write_file", write("d.txt")).await).contains("headless"));
 }
 
+/// "Always" for a file whose name holds glob or rule syntax saves a rule for that
+/// file only: after a restart the file is written unasked, and a name the rule's
+/// characters would match as a glob (or that a trimmed or split rule would name)
+/// is asked about (headless: denied).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_for_an_odd_file_name_allows_that_file_and_no_other() {
+    let write = |path: &str| json!({"path": path, "content": "x"});
+    for (name, others) in [
+        ("x\\*.txt", &["x[y].txt", "x\\y.txt", "x.txt"][..]),
+        ("e\\?.txt", &["e[z].txt", "e\\z.txt"]),
+        ("a b ", &["a b", "a  b "]),
+        ("c,d.txt", &["c", "d.txt"]),
+        ("f), path=**", &["f", "g.txt", "sub/h.txt"]),
+        ("[ab]{c,d}.txt", &["a{c,d}.txt", "[ab]c.txt", "ac.txt"]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let config_dir = tempfile::tempdir().unwrap();
+        let config = toolhost::policy::ConfigDir::at(config_dir.path());
+        let discovered =
+            || Policy::discover_in(None, dir.path(), Some(&config)).unwrap_or_else(|e| panic!("{e}"));
+        let always = scripted(Approval::Always);
+        let host = Host::builder()
+            .work_dir(dir.path())
+            .engine_settings(test_engine_settings())
+            .policy(discovered())
+            .approver(always.clone())
+            .build()
+            .await
+            .unwrap();
+        let r = call(&host, "write_file", write(name)).await;
+        assert!(r.ok, "{name:?}: {r:?}");
+        let reason = r.permission.unwrap().reason;
+        assert!(reason.starts_with("approved always: rule allow write_file(path="), "{name:?}: {reason}");
+        assert!(!reason.contains("not saved"), "{name:?}: {reason}");
+        let host =
+            Host::builder().work_dir(dir.path()).engine_settings(test_engine_settings()).policy(discovered());
+        let host = host.build().await.unwrap();
+        let r = call(&host, "write_file", write(name)).await;
+        assert!(r.ok, "{name:?} runs unasked after a restart: {r:?}");
+        for other in others {
+            let why = denied_because(&call(&host, "write_file", write(other)).await);
+            assert!(why.contains("headless"), "{name:?} allowed {other:?}: {why}");
+        }
+    }
+}
+
 /// Never answers.
 struct Silent;
 

@@ -13,6 +13,7 @@ use crate::call::host::Host;
 use crate::error::{CallError, codes};
 use crate::hooks::HookNote;
 use crate::load::registry::Tool;
+use crate::policy::shown::{MAX_SHOWN, plain};
 use crate::policy::{Approval, ApprovalRequest, Approver, Decision, HookSays};
 
 /// What the permissions decided about a call, and why; part of every result that got
@@ -100,19 +101,19 @@ impl Host {
         };
         match answer {
             Approval::Once => Ok(PermissionNote::allow("approved once")),
-            Approval::Always => match self.allow_always(&request.suggested_rule) {
-                Ok(()) => Ok(PermissionNote::allow(format!(
-                    "approved always: rule allow {}",
-                    request.suggested_rule
-                ))),
-                Err(e) => {
-                    tracing::warn!("the rule was added for this session only: {e}");
-                    Ok(PermissionNote::allow(format!(
-                        "approved always: rule allow {} (not saved: {e})",
-                        request.suggested_rule
-                    )))
+            Approval::Always => {
+                let rule = plain(&request.suggested_rule, MAX_SHOWN);
+                match self.allow_always(&request.suggested_rule) {
+                    Ok(()) => Ok(PermissionNote::allow(format!("approved always: rule allow {rule}"))),
+                    Err(e) => {
+                        let e = plain(&e.to_string(), MAX_SHOWN);
+                        tracing::warn!("the rule was added for this session only: {e}");
+                        Ok(PermissionNote::allow(format!(
+                            "approved always: rule allow {rule} (not saved: {e})"
+                        )))
+                    }
                 }
-            },
+            }
             Approval::Deny(feedback) => deny(match feedback {
                 Some(why) => format!("the user denied {}: {why}", spec.name),
                 None => format!("the user denied {}", spec.name),

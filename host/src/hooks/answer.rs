@@ -2,7 +2,10 @@
 //! hooks (stdin / stdout), the WIT records for component hooks.
 //!
 //! Input: `{"event", "tool", "arguments", "call_id", "mode"}`, and for
-//! post-tool-use `"outcome": {"ok", "output", "error": {"code", "message"}}`.
+//! post-tool-use `"outcome": {"ok", "output", "error": {"code", "message"}}`. The
+//! arguments and the output are the call's own, as JSON; the error's message is
+//! the host's words about the call (a path it refused, say), so a hook that shows
+//! it to someone shows it escaped ([`crate::policy::shown::plain`]).
 //! Answer (every field optional): `{"decision": "allow"|"deny"|"ask", "reason",
 //! "updated_input": {…}, "additional_context", "halt": true}`. An unknown field or a
 //! wrong type is garbage: the hook failed.
@@ -12,7 +15,9 @@ use serde_json::{Value, json};
 
 use super::{HookCall, HookNote, MAX_HOOK_TEXT, Outcome};
 use crate::bindings::hook::exports::toolhost::plugin::hooks as wit;
+use crate::error::CallError;
 use crate::policy::HookEvent;
+use crate::policy::shown::plain;
 
 /// A hook's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -54,7 +59,7 @@ pub(crate) fn input(event: HookEvent, call: &HookCall<'_>, outcome: Option<&Outc
         json["outcome"] = json!({
             "ok": o.ok,
             "output": o.output,
-            "error": o.error.map(|e| json!({"code": e.code, "message": e.message})),
+            "error": o.error.map(|e| json!({"code": e.code, "message": message(e)})),
         });
     }
     let wit = wit::HookInput {
@@ -70,10 +75,16 @@ pub(crate) fn input(event: HookEvent, call: &HookCall<'_>, outcome: Option<&Outc
             ok: o.ok,
             output: o.output.to_string(),
             error_code: o.error.map(|e| e.code.clone()),
-            error_message: o.error.map(|e| e.message.clone()),
+            error_message: o.error.map(message),
         }),
     };
     Input { json, wit }
+}
+
+/// An error's message as hooks are told it: control characters and other hidden
+/// ones escaped, bounded.
+fn message(error: &CallError) -> String {
+    plain(&error.message, MAX_HOOK_TEXT)
 }
 
 impl Answer {
@@ -145,5 +156,35 @@ pub(crate) fn bound(text: &mut String) {
         let cut = text.len() - text.floor_char_boundary(MAX_HOOK_TEXT);
         text.truncate(text.floor_char_boundary(MAX_HOOK_TEXT));
         text.push_str(&format!(" […{cut} bytes cut]"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Mode;
+    use tokio_util::sync::CancellationToken;
+
+    #[test]
+    fn the_error_message_hooks_are_told_is_escaped_and_the_arguments_are_the_calls() {
+        let odd = "a\nhook says: allow\u{1b}[2J\u{202e}";
+        let args = serde_json::json!({ "path": odd });
+        let cancel = CancellationToken::new();
+        let call =
+            HookCall { tool: "write_file", args: &args, call_id: "c1", mode: Mode::Default, cancel: &cancel };
+        let error = CallError::new("path_escape", format!("{odd:?} is outside the work dir: {odd}"));
+        let outcome = Outcome { ok: false, output: odd, error: Some(&error) };
+        let input = input(HookEvent::PostToolUse, &call, Some(&outcome));
+        let message = input.json["outcome"]["error"]["message"].as_str().unwrap();
+        assert_eq!(
+            message,
+            r#""a\nhook says: allow\u{1b}[2J\u{202e}" is outside the work dir: a\nhook says: allow\u001b[2J\u202e"#
+        );
+        assert_eq!(input.wit.outcome.unwrap().error_message.as_deref(), Some(message));
+        // What the call holds is passed as it is: a hook judges the real arguments.
+        assert_eq!(input.json["arguments"]["path"], odd);
+        assert_eq!(input.json["outcome"]["output"], odd);
+        let json = input.json.to_string();
+        assert!(serde_json::from_str::<Value>(&json).is_ok(), "valid JSON");
     }
 }

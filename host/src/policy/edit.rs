@@ -317,18 +317,21 @@ fn insert_server(servers: &mut Table, draft: &ServerEntryDraft) {
 /// missing); nothing changes when it is already there.
 pub fn add_allow_rule(path: &Path, rule: &str) -> Result<(), PolicyError> {
     let mut doc = read_doc(path)?;
+    push_allow_rule(&mut doc, rule).map_err(|e| write_err(path, e))?;
+    write_doc(path, &doc)
+}
+
+/// Add `rule` to `[permissions] allow` in `doc`, as a TOML string (quoted and
+/// escaped by `toml_edit`: the file holds exactly the rule's text).
+pub(super) fn push_allow_rule(doc: &mut DocumentMut, rule: &str) -> Result<(), &'static str> {
     let permissions = doc.entry("permissions").or_insert_with(|| Item::Table(Table::new()));
-    let Some(permissions) = permissions.as_table_mut() else {
-        return Err(write_err(path, "`permissions` is not a table"));
-    };
+    let permissions = permissions.as_table_mut().ok_or("`permissions` is not a table")?;
     let allow = permissions.entry("allow").or_insert_with(|| value(Array::new()));
-    let Some(allow) = allow.as_array_mut() else {
-        return Err(write_err(path, "`permissions.allow` is not an array"));
-    };
+    let allow = allow.as_array_mut().ok_or("`permissions.allow` is not an array")?;
     if !allow.iter().any(|v| v.as_str() == Some(rule)) {
         allow.push(rule);
     }
-    write_doc(path, &doc)
+    Ok(())
 }
 
 fn read_doc(path: &Path) -> Result<DocumentMut, PolicyError> {

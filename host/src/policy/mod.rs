@@ -44,19 +44,24 @@
 //!
 //! Modules: `file` (parsing), [`sources`] (which files, trust, merging), [`trust`]
 //! (the config dir: private policies and trust records), [`rules`], [`shell`]
-//! (command lines for rules and the safe list),
+//! (command lines for rules and the safe list), [`derive`] (the rule "always" saves,
+//! every value in it literal), [`shown`] (text from calls as questions and reasons
+//! show it: quoted, escaped, bounded),
 //! [`servers`], [`permissions`], `approver`, [`env`](mod@env), [`redact`], [`grants`], `limits` (the overrides of a
 //! plugin entry and the CLI's flags: [`LimitOverrides`]), `edit` (writing entries and
 //! rules back, comments kept).
 
 mod approver;
 pub mod config;
+pub mod derive;
 mod edit;
 pub mod env;
 pub mod exec;
 mod file;
 pub mod grants;
 pub mod hooks;
+#[cfg(test)]
+pub(crate) mod hostile_text;
 mod limits;
 pub mod permissions;
 pub mod redact;
@@ -64,6 +69,7 @@ mod remote;
 pub mod rules;
 pub mod servers;
 pub mod shell;
+pub mod shown;
 pub mod sources;
 pub mod trust;
 

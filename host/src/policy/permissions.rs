@@ -23,14 +23,20 @@
 //! 9. `accept-edits` mode, the call has no `command` line, and the tool's path
 //!    arguments are all inside the work dir → allow;
 //! 10. otherwise → ask the [`super::Approver`] (no approver: deny), with the
-//!     narrowest useful rule for "always" (`terminal(command=git commit*)`).
+//!     narrowest useful rule for "always" (`terminal(command=git commit*)`), every
+//!     value in it literal ([`super::derive`]).
+//!
+//! A reason quotes the paths it names and escapes what a hook said
+//! ([`super::shown`]): it is shown to people and to hooks.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::derive::suggest_rule;
 use super::rules::{self, Rule, Subject, normalize};
 use super::shell::{self, COMMAND_KEY, SHELL_TOOL};
+use super::shown::{MAX_SHOWN, plain, quote};
 use crate::protect::Protected;
 
 /// How much runs without asking.
@@ -195,14 +201,16 @@ impl Permissions {
             return Decision::Deny(reason);
         }
         if let Some(rule) = self.deny.iter().find(|r| r.denies(tool, &subject)) {
-            return Decision::Deny(format!("rule deny {rule}"));
+            return Decision::Deny(format!("rule deny {}", plain(rule.as_str(), MAX_SHOWN)));
         }
         match hook {
             HookSays::Nothing => {}
-            HookSays::Allow(reason) => return Decision::Allow(format!("hook allowed: {reason}")),
+            HookSays::Allow(reason) => {
+                return Decision::Allow(format!("hook allowed: {}", plain(reason, MAX_SHOWN)));
+            }
             HookSays::Ask(reason) => {
                 return Decision::Ask {
-                    reason: format!("a hook asks: {reason}"),
+                    reason: format!("a hook asks: {}", plain(reason, MAX_SHOWN)),
                     suggested_rule: suggest_rule(tool, &subject),
                 };
             }
@@ -246,7 +254,7 @@ impl Permissions {
     /// covers it whole, or one rule for each simple command of its `command` line.
     fn allowed_by_rules(&self, tool: &str, subject: &Subject) -> Option<String> {
         if let Some(rule) = self.allow.iter().find(|r| r.allows(tool, subject)) {
-            return Some(format!("rule allow {rule}"));
+            return Some(format!("rule allow {}", plain(rule.as_str(), MAX_SHOWN)));
         }
         let line = subject.command_line().filter(|line| rules::allowable(line))?;
         let rules: Vec<&Rule> =
@@ -258,7 +266,7 @@ impl Permissions {
                 used.push(rule);
             }
         }
-        let names: Vec<&str> = used.iter().map(|r| r.as_str()).collect();
+        let names: Vec<String> = used.iter().map(|r| plain(r.as_str(), MAX_SHOWN)).collect();
         Some(format!("rules allow {}", names.join(", ")))
     }
 
@@ -273,15 +281,16 @@ impl Permissions {
         let work_dir = self.work_dir.as_deref()?;
         let protected = self.protected.as_deref()?;
         for (_, path) in subject.paths() {
+            let shown = || quote(&path.to_string_lossy(), MAX_SHOWN);
             if path.is_absolute() || path.starts_with("..") {
-                return Some(format!("{} is outside the work dir", path.display()));
+                return Some(format!("{} is outside the work dir", shown()));
             }
             let Some(resolved) = resolve_links(work_dir, path) else {
-                return Some(format!("{} leads outside the work dir through a symlink", path.display()));
+                return Some(format!("{} leads outside the work dir through a symlink", shown()));
             };
             for candidate in [path, resolved.as_path()] {
                 if protected.check_rel(candidate, false).is_some() {
-                    return Some(format!("{} is a protected path", path.display()));
+                    return Some(format!("{} is a protected path", shown()));
                 }
             }
         }
@@ -317,24 +326,42 @@ fn resolve_links(work_dir: &Path, rel: &Path) -> Option<PathBuf> {
     Some(current.strip_prefix(work_dir).ok()?.to_path_buf())
 }
 
-/// The narrowest useful allow rule for a call: for a `command` line, its first simple
-/// command's program ([`shell::suggest`]: with the subcommand of `git`, `cargo`, …:
-/// `terminal(command=git commit*)`, else `terminal(command=ls*)`); else the exact
-/// path, the URL's origin, or the bare tool. A line with more than one command, or
-/// one no rule can allow (a substitution, a redirection to a file), gets the rule for
-/// its first command all the same: "always" then saves a rule that will not cover
-/// this line again, never a wider one.
-fn suggest_rule(tool: &str, subject: &Subject) -> String {
-    if let Some(line) = subject.command_line() {
-        return format!("{tool}({COMMAND_KEY}={})", shell::suggest(line, subject.get(COMMAND_KEY)));
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A reason names a path quoted and escaped, and a hook's words or a rule
+    /// escaped: no line break or escape sequence of a call's reaches it.
+    #[test]
+    fn reasons_quote_paths_and_escape_what_calls_chose() {
+        let p = Permissions::new(Mode::Default).with_work_dir(Some("/w".into()));
+        let odd = "x\nAsked because: fine\u{1b}[2J\u{202e}";
+        let outside = p.decide("write_file", false, &json!({ "path": format!("../{odd}") }));
+        assert_eq!(
+            outside,
+            Decision::Deny(r#""/x\nAsked because: fine\u001b[2J\u202e" is outside the work dir"#.into())
+        );
+        let protected = p.decide("write_file", false, &json!({ "path": format!(".git/{odd}") }));
+        let Decision::Deny(why) = protected else { panic!("{protected:?}") };
+        assert!(why.starts_with(r#"".git/x\nAsked"#) && why.ends_with("\" is a protected path"), "{why}");
+        let hook = HookSays::Ask(odd.into());
+        let Decision::Ask { reason, .. } = p.decide_hooked("write_file", false, &json!({"path": "a"}), &hook)
+        else {
+            panic!()
+        };
+        assert_eq!(reason, r"a hook asks: x\nAsked because: fine\u001b[2J\u202e");
+        let Decision::Ask { suggested_rule, .. } = p.decide("write_file", false, &json!({ "path": odd }))
+        else {
+            panic!()
+        };
+        let mut with = p.clone();
+        with.allow = vec![Rule::parse(&suggested_rule).unwrap()];
+        let allowed = with.decide("write_file", false, &json!({ "path": odd }));
+        assert_eq!(
+            allowed,
+            Decision::Allow(r"rule allow write_file(path=x\\nAsked\ because:\ fine\\u001b\[2J\u202e)".into())
+        );
     }
-    if let Some((key, path)) = subject.paths().next() {
-        return format!("{tool}({key}={})", globset::escape(&path.to_string_lossy()));
-    }
-    if let Some(url) = subject.get("url").and_then(|u| url::Url::parse(u).ok())
-        && let Some(host) = url.host_str()
-    {
-        return format!("{tool}(url={}://{}/**)", url.scheme(), globset::escape(host));
-    }
-    tool.to_string()
 }

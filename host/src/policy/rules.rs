@@ -7,6 +7,12 @@
 //! `.env`), with `*` stopping at `/` and `**` crossing it, as in `.gitignore`. Other
 //! arguments (URLs, queries) match as plain text, `*` matching anything.
 //!
+//! **Escapes.** `\` before any character makes it that character, in the tool, a
+//! KEY or a pattern: it then separates nothing (`,`, `=`, `(`, `)`), is not trimmed
+//! (a space), and the glob or shell word reads it as itself (`\*` is a star, `\\`
+//! a backslash). So `write_file(path=a\ b\,c\*)` allows exactly the file `a b,c*`.
+//! The rule an "always" answer saves is written this way ([`super::derive`]).
+//!
 //! **Command lines.** A string argument named `command` (the builtin `terminal`'s,
 //! or any tool's) is a shell command line, parsed into simple commands
 //! ([`super::shell`]), and its pattern is a [`CommandPattern`]: shell words, matched
@@ -82,13 +88,13 @@ impl Rule {
     /// Parse `TOOL` or `TOOL(KEY=GLOB, …)`, saying what is wrong when it can't.
     pub fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
-        let (tool, conditions) = match text.split_once('(') {
+        let (tool, conditions) = match find_unescaped(text, '(') {
             None => (text, None),
-            Some((tool, rest)) => {
-                let inner = rest
+            Some(open) => {
+                let inner = text[open + 1..]
                     .strip_suffix(')')
                     .ok_or_else(|| format!("rule `{text}`: the argument list must end with `)`"))?;
-                (tool.trim(), Some(inner))
+                (text[..open].trim(), Some(inner))
             }
         };
         if tool.is_empty() || tool.contains(|c: char| c.is_whitespace() || c == ')') {
@@ -97,24 +103,23 @@ impl Rule {
         let tool_glob = glob(tool, false).map_err(|e| format!("rule `{text}`: tool pattern: {e}"))?;
         let (mut parsed, mut command) = (Vec::new(), None);
         for condition in conditions.map(split_top_level).unwrap_or_default() {
-            let (key, pattern) = condition
-                .split_once('=')
+            let (key, pattern) = find_unescaped(condition, '=')
+                .map(|eq| (&condition[..eq], &condition[eq + 1..]))
                 .ok_or_else(|| format!("rule `{text}`: `{condition}` is not KEY=PATTERN"))?;
-            let (key, pattern) = (key.trim(), pattern.trim());
-            if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-                return Err(format!("rule `{text}`: `{key}` is not an argument name"));
-            }
+            let (key, pattern) = (key.trim(), trim_unescaped(pattern));
+            let key = argument_name(key)
+                .ok_or_else(|| format!("rule `{text}`: `{key}` is not an argument name"))?;
             if pattern.is_empty() {
                 return Err(format!("rule `{text}`: the pattern for `{key}` is empty"));
             }
-            let matcher = glob(pattern, is_path_key(key))
+            let matcher = glob(pattern, is_path_key(&key))
                 .map_err(|e| format!("rule `{text}`: pattern for `{key}`: {e}"))?;
             if key == COMMAND_KEY {
                 let words = CommandPattern::parse(pattern)
                     .map_err(|e| format!("rule `{text}`: command pattern `{pattern}`: {e}"))?;
                 command = Some((matcher, words));
             } else {
-                parsed.push((key.to_string(), matcher));
+                parsed.push((key, matcher));
             }
         }
         if conditions.is_some() && parsed.is_empty() && command.is_none() {
@@ -191,20 +196,73 @@ pub fn allowable(line: &Line) -> bool {
 /// Split `a=1, b={x,y}` at the commas outside braces and brackets.
 fn split_top_level(text: &str) -> Vec<&str> {
     let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
-    for (i, c) in text.char_indices() {
+    for (i, c) in syntax_chars(text) {
         match c {
             '{' | '[' => depth += 1,
             '}' | ']' => depth -= 1,
             ',' if depth == 0 => {
-                parts.push(text[start..i].trim());
+                parts.push(trim_unescaped(&text[start..i]));
                 start = i + 1;
             }
             _ => {}
         }
     }
-    parts.push(text[start..].trim());
+    parts.push(trim_unescaped(&text[start..]));
     parts.retain(|p| !p.is_empty());
     parts
+}
+
+/// The characters of `text` the rule syntax reads, with their positions: all but
+/// a `\` and the character after it, which is never a separator, nor opens or
+/// closes anything.
+fn syntax_chars(text: &str) -> impl Iterator<Item = (usize, char)> + '_ {
+    let mut chars = text.char_indices();
+    std::iter::from_fn(move || {
+        loop {
+            match chars.next()? {
+                (_, '\\') => {
+                    chars.next();
+                }
+                other => return Some(other),
+            }
+        }
+    })
+}
+
+/// Where the first `wanted` not escaped by `\` is.
+fn find_unescaped(text: &str, wanted: char) -> Option<usize> {
+    syntax_chars(text).find(|&(_, c)| c == wanted).map(|(i, _)| i)
+}
+
+/// `text` without leading and trailing whitespace, keeping whitespace escaped by
+/// `\` (`a\ ` ends in a space).
+fn trim_unescaped(text: &str) -> &str {
+    let mut text = text.trim_start();
+    while let Some(last) = text.chars().next_back().filter(|c| c.is_whitespace()) {
+        let body = &text[..text.len() - last.len_utf8()];
+        let backslashes = body.len() - body.trim_end_matches('\\').len();
+        if backslashes % 2 == 1 {
+            break;
+        }
+        text = body;
+    }
+    text
+}
+
+/// The argument a rule's KEY names: letters, digits, `_`, `-` and the other
+/// characters [`super::derive::literal`] leaves as they are, and any character
+/// escaped by `\` (as it writes a name from a call); `None` when it is none.
+fn argument_name(key: &str) -> Option<String> {
+    let mut name = String::with_capacity(key.len());
+    let mut chars = key.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => name.push(chars.next()?),
+            c if super::derive::is_plain(c) => name.push(c),
+            _ => return None,
+        }
+    }
+    (!name.is_empty()).then_some(name)
 }
 
 fn glob(pattern: &str, path: bool) -> Result<GlobMatcher, globset::Error> {

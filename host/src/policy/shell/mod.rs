@@ -30,7 +30,7 @@ pub use line::{Hazard, Line};
 pub use parse::{MAX_CASES, MAX_NESTING, MAX_PARSED_BYTES, first_word, parse};
 pub use pattern::CommandPattern;
 pub use safe::is_safe;
-pub use suggest::suggest;
+pub use suggest::{SUBCOMMANDS, suggest};
 pub use words::Word;
 
 /// The argument whose text is a command line, in any tool.

@@ -6,6 +6,7 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use super::Hazard;
 use super::words::{Word, options};
+use crate::policy::derive::{Lang, literal};
 
 /// A pattern such as `git status*` or `cargo test -p *`.
 #[derive(Debug, Clone)]
@@ -60,11 +61,15 @@ impl CommandPattern {
             if word.expands {
                 return Err(format!("`{}`: quote `$` and `~` to match them as text", word.text));
             }
-            let mut glob = raw.get(i).map(|r| glob_text(r)).unwrap_or_else(|| globset::escape(&word.text));
-            if i + 1 == count && glob.ends_with('*') && !glob.ends_with("\\*") {
+            let (mut glob, star) = match raw.get(i) {
+                Some(raw) => glob_text(raw),
+                None => (literal(&word.text, Lang::Glob), false),
+            };
+            if i + 1 == count && star {
                 glob.pop();
                 rest = true;
-                if glob.is_empty() {
+                // `*` alone: any further words, this one included.
+                if raw.get(i) == Some(&"*") {
                     break;
                 }
             }
@@ -114,13 +119,15 @@ fn raw_words(text: &str) -> Vec<&str> {
 }
 
 /// A raw pattern word as a glob: unquoted text keeps its glob syntax, quoted and
-/// escaped text is literal.
-fn glob_text(raw: &str) -> String {
+/// escaped text is literal. Also whether it ends in an unquoted `*`.
+fn glob_text(raw: &str) -> (String, bool) {
     let mut glob = String::new();
+    let mut star = false;
     if let Ok(pieces) = word::parse(raw, &options()) {
         push_pieces(&pieces, false, &mut glob);
+        star = matches!(pieces.last(), Some(p) if matches!(&p.piece, WordPiece::Text(t) if t.ends_with('*')));
     }
-    glob
+    (glob, star)
 }
 
 fn push_pieces(pieces: &[WordPieceWithSource], quoted: bool, glob: &mut String) {
@@ -128,10 +135,14 @@ fn push_pieces(pieces: &[WordPieceWithSource], quoted: bool, glob: &mut String) 
         match &piece.piece {
             WordPiece::Text(text) if !quoted => glob.push_str(text),
             WordPiece::Text(text) | WordPiece::SingleQuotedText(text) => {
-                glob.push_str(&globset::escape(text))
+                glob.push_str(&literal(text, Lang::Glob))
             }
             WordPiece::EscapeSequence(escaped) => {
-                glob.push_str(&globset::escape(escaped.get(1..).unwrap_or_default()))
+                // `\x` is `x`; an unquoted backslash-newline joins lines, as in a command.
+                let char = escaped.get(1..).unwrap_or_default();
+                if quoted || char != "\n" {
+                    glob.push_str(&literal(char, Lang::Glob));
+                }
             }
             WordPiece::DoubleQuotedSequence(inner) => push_pieces(inner, true, glob),
             // Expansions were refused before.
@@ -141,8 +152,8 @@ fn push_pieces(pieces: &[WordPieceWithSource], quoted: bool, glob: &mut String) 
 }
 
 fn word_match(glob: &str) -> Result<WordMatch, String> {
-    if !glob.contains(['*', '?', '[', '{', '\\']) {
-        return Ok(WordMatch::Exact(glob.to_string()));
+    if let Some(exact) = unescaped(glob) {
+        return Ok(WordMatch::Exact(exact));
     }
     let matcher = GlobBuilder::new(glob)
         .literal_separator(false)
@@ -151,4 +162,19 @@ fn word_match(glob: &str) -> Result<WordMatch, String> {
         .map_err(|e| format!("`{glob}`: {e}"))?
         .compile_matcher();
     Ok(WordMatch::Glob(matcher))
+}
+
+/// The text a glob matches when it is literal (no wildcard, class or alternative;
+/// escapes taken as the characters they escape); `None` for a glob with syntax.
+fn unescaped(glob: &str) -> Option<String> {
+    let mut out = String::with_capacity(glob.len());
+    let mut chars = glob.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.push(chars.next()?),
+            '*' | '?' | '[' | '{' => return None,
+            c => out.push(c),
+        }
+    }
+    Some(out)
 }

@@ -1,14 +1,16 @@
 //! What "always" suggests for a command line: the narrowest pattern that still
-//! serves, `git commit*` for a program with subcommands, `ls*` for any other.
+//! serves, `git commit*` for a program with subcommands, `ls*` for any other. Each
+//! word is written by [`literal`]: it matches exactly the word of the line.
 
 use super::command::file_name;
 use super::line::Line;
 use super::parse::first_word;
 use super::words::Word;
+use crate::policy::derive::{Lang, literal};
 
 /// Programs whose first word picks what they do (a subcommand, a make target): a
 /// rule for them names it too.
-const SUBCOMMANDS: &[&str] = &[
+pub const SUBCOMMANDS: &[&str] = &[
     "git",
     "cargo",
     "npm",
@@ -38,35 +40,33 @@ const SUBCOMMANDS: &[&str] = &[
 ];
 
 /// The `command=` pattern "always" saves for `line` (its text `text`): the first
-/// command's assignments and program (and subcommand), then `*`. It matches that
-/// command; whether it covers the line is the rules' business.
+/// command's assignments and program (and subcommand), each word literal, then `*`.
+/// It matches that command; whether it covers the line is the rules' business. A
+/// line without a word (`>x`, one that does not tokenize) gets its whole text as
+/// one literal word, which matches no line but one quoting that text whole.
 pub fn suggest(line: &Line, text: Option<&str>) -> String {
-    let Some(first) = line.commands.first() else {
+    let word = |w: &Word| literal(&w.text, Lang::Shell);
+    let mut words: Vec<String> = Vec::new();
+    match line.commands.first() {
         // It did not parse: the first word the tokenizer finds, if any.
-        let text = text.unwrap_or_default();
-        return match first_word(text) {
-            Some(word) => format!("{}*", pattern_word(&word.text)),
-            None => pattern_word(text),
-        };
-    };
-    let mut words: Vec<String> = first.assignments.iter().map(|w| pattern_word(&w.text)).collect();
-    if let Some(program) = first.program() {
-        words.push(pattern_word(&program.text));
-        let subcommand = first.words.get(1).filter(|w: &&Word| w.is_literal() && !w.text.starts_with('-'));
-        if let Some(sub) = subcommand
-            && SUBCOMMANDS.contains(&file_name(&program.text))
-        {
-            words.push(pattern_word(&sub.text));
+        None => words.extend(first_word(text.unwrap_or_default()).as_ref().map(word)),
+        Some(first) => {
+            words.extend(first.assignments.iter().map(word));
+            if let Some(program) = first.program() {
+                words.push(word(program));
+                let subcommand =
+                    first.words.get(1).filter(|w: &&Word| w.is_literal() && !w.text.starts_with('-'));
+                if let Some(sub) = subcommand
+                    && SUBCOMMANDS.contains(&file_name(&program.text))
+                {
+                    words.push(word(sub));
+                }
+            }
         }
     }
+    if words.is_empty() {
+        // Not even a word: the whole line as one literal word, which no command is.
+        return literal(text.unwrap_or_default(), Lang::Shell);
+    }
     format!("{}*", words.join(" "))
-}
-
-/// `word` as a pattern word that matches it: every character other than letters,
-/// digits and `._-/+=:@%^` (which a pattern or the rule syntax would read as syntax)
-/// becomes `?`.
-fn pattern_word(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "._-/+=:@%^".contains(c);
-    let out: String = word.chars().map(|c| if plain(c) { c } else { '?' }).collect();
-    if out.is_empty() { "''".into() } else { out }
 }

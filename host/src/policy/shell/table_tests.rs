@@ -320,13 +320,18 @@ fn always_suggests_the_narrowest_rule_that_matches() {
         ("make check", "terminal(command=make check*)", true),
         ("touch a b", "terminal(command=touch*)", true),
         ("./scripts/run.sh --fast", "terminal(command=./scripts/run.sh*)", true),
-        ("X=1 cargo test", "terminal(command=X=1 cargo test*)", true),
-        ("'my tool' x", "terminal(command=my?tool*)", true),
+        ("X=1 cargo test", r"terminal(command=X\=1 cargo test*)", true),
+        ("'my tool' x", r"terminal(command=my\ tool*)", true),
+        // Every word literal: no `?` standing for other characters.
+        ("'a*b' x", r"terminal(command=a\*b*)", true),
+        ("'a\\' x", r"terminal(command=a\\*)", true),
+        ("'' x", "terminal(command=''*)", true),
+        ("'a\nb' x", "terminal(command=a'\n'b*)", true),
         ("touch a; rm b", "terminal(command=touch*)", false),
         ("touch $(date)", "terminal(command=touch*)", false),
         ("touch x; (", "terminal(command=touch*)", false),
         // Not even tokenized: the whole line as one word, which no command is.
-        ("echo \"unterminated", "terminal(command=echo??unterminated)", false),
+        ("echo \"unterminated", r#"terminal(command=echo\ \"unterminated)"#, false),
     ] {
         let args = json!({ "command": line });
         let Decision::Ask { suggested_rule, .. } = p.decide("terminal", false, &args) else {
@@ -336,6 +341,38 @@ fn always_suggests_the_narrowest_rule_that_matches() {
         let mut with = permissions(&[], &[], Mode::Default, None);
         with.allow = vec![Rule::parse(&suggested_rule).unwrap_or_else(|e| panic!("{line}: {e}"))];
         assert_eq!(want(&with.decide("terminal", false, &args)) == Allow, covers, "{line}");
+    }
+}
+
+/// The rule "always" saves for a command holding glob or rule characters matches
+/// its words literally: a `?` or `*` in the rule never stands for another character.
+#[test]
+fn a_suggested_command_rule_matches_no_other_command() {
+    let p = permissions(&[], &[], Mode::Default, None);
+    for (line, others) in [
+        ("'a b' x", &["axb x", "a-b x"][..]),
+        ("'a*b' x", &["ab x", "aXb x", "aXYb x"]),
+        ("'a?' x", &["ab x"]),
+        ("git 'c[o]mmit' -m x", &["git co", "git commit", "git cxoxmmit"]),
+        ("'x\\' y", &["x y", "xz y", "'x\\z' y"]),
+        ("'a,b' x", &["a x", "b x", "axb x"]),
+        ("'p)' x", &["p x", "pq x"]),
+    ] {
+        let Decision::Ask { suggested_rule, .. } = p.decide("terminal", false, &json!({ "command": line }))
+        else {
+            panic!("{line}")
+        };
+        let mut with = permissions(&[], &[], Mode::Default, None);
+        with.allow = vec![Rule::parse(&suggested_rule).unwrap_or_else(|e| panic!("{line}: {e}"))];
+        assert_eq!(
+            want(&with.decide("terminal", false, &json!({ "command": line }))),
+            Allow,
+            "{suggested_rule}"
+        );
+        for other in others {
+            let decision = with.decide("terminal", false, &json!({ "command": other }));
+            assert_eq!(want(&decision), Ask, "{suggested_rule} allows {other:?}");
+        }
     }
 }
 
