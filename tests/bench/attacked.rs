@@ -17,8 +17,9 @@ use super::report;
 /// Timed calls per figure (after `WARM` untimed ones).
 const CALLS: usize = 1000;
 const WARM: usize = 100;
-/// Slow heads the attacker keeps open (its connections beyond its 32 are refused).
-const SLOW_HEADS: usize = 100;
+/// Slow heads the attacker keeps open (with its sessions' and streams'
+/// connections, more than the 32 a client may have: the rest are refused).
+const SLOW_HEADS: usize = 24;
 /// Sessions the attacker opens before the calls are timed.
 const SESSIONS_FIRST: usize = 2000;
 /// The longest the attack runs.

@@ -91,9 +91,18 @@ async fn the_total_of_connections_is_answered_503_beyond() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn event_streams_are_counted_per_client_and_end_when_idle() {
-    let work = tempfile::tempdir().unwrap();
-    let flags = ["--streams-per-client", "2", "--stream-idle-ms", "1500"];
-    let server = Instance::start("streams", work.path(), &flags).await;
+    // An MCP server in the policy: its tool list may change, so `subscriptions/listen` is served.
+    let (work, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let policy = outside.path().join("policy.toml");
+    let script = toolhost_tests::workspace_root().join("tests/mcp_servers/hostile.py");
+    let entry = format!(
+        "[servers.t]\ncommand = [\"/usr/bin/python3\", {:?}]\nread-dirs = [{:?}]\n",
+        script.display().to_string(),
+        script.parent().unwrap().display().to_string()
+    );
+    std::fs::write(&policy, entry).unwrap();
+    let flags = ["--streams-per-client", "2", "--stream-idle-ms", "1500", "--mode", "yolo", "--eager", "--policy"];
+    let server = Instance::start("streams", work.path(), &[&flags[..], &[policy.to_str().unwrap()]].concat()).await;
     let (url, attacker) = (server.url(), client_from(ATTACKER));
     let mut sessions = Vec::new();
     for _ in 0..3 {
@@ -237,6 +246,8 @@ async fn a_second_client_is_answered_promptly_while_one_does_everything() {
     let flags = [
         "--max-connections",
         "64",
+        "--connections-per-client",
+        "40",
         "--idle-timeout-ms",
         "2000",
         "--fuel",
