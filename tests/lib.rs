@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+pub mod attack;
 pub mod net;
 pub mod private;
 pub mod registry;

@@ -112,6 +112,14 @@ impl Instance {
         Duration::from_millis(ticks * 10)
     }
 
+    /// Its resident memory.
+    pub fn rss_kib(&self) -> u64 {
+        let pid = self.child.id().expect("the server runs");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("reading /proc/PID/status");
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("a VmRSS line");
+        line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("VmRSS in kB")
+    }
+
     /// Kill it (SIGKILL) and reap it.
     pub async fn kill(&mut self) {
         let _ = self.child.kill().await;
@@ -190,12 +198,19 @@ impl Haproxy {
     /// Write its config and start it on `addr` (fails the test when `haproxy`
     /// is not installed).
     pub async fn start(addr: SocketAddr, backends: &[SocketAddr]) -> Self {
+        Self::start_with(addr, backends, "", "").await
+    }
+
+    /// The same with `server` options added to each backend line (such as
+    /// `send-proxy-v2`) and `backend` lines added to the backend (such as
+    /// `option forwardfor`).
+    pub async fn start_with(addr: SocketAddr, backends: &[SocketAddr], server: &str, backend: &str) -> Self {
         let program = require("haproxy", "apt-get install haproxy");
         let dir = tempfile::tempdir().expect("temp dir");
         let servers: String = backends
             .iter()
             .enumerate()
-            .map(|(i, b)| format!("    server s{i} {b} check inter 200ms fall 1 rise 2\n"))
+            .map(|(i, b)| format!("    server s{i} {b} check inter 200ms fall 1 rise 2 {server}\n"))
             .collect();
         // A connection refused by a dead instance is retried on another; a
         // request already sent to one is not (POST is not idempotent).
@@ -204,7 +219,7 @@ impl Haproxy {
              defaults\n    mode http\n    timeout connect 2s\n    timeout client 120s\n    timeout server 120s\n\
              \x20   retries 2\n    option redispatch\n\
              frontend mcp\n    bind {addr}\n    default_backend toolhost\n\
-             backend toolhost\n    balance roundrobin\n{servers}"
+             backend toolhost\n    balance roundrobin\n{backend}{servers}"
         );
         let file = dir.path().join("haproxy.cfg");
         std::fs::write(&file, config).expect("writing haproxy.cfg");

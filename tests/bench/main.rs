@@ -1,13 +1,14 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|approval|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|approval|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers|attacked ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
 //! p99s are reported, not means, because the tails are what a model loop
 //! feels.
 
+mod attacked;
 mod oci;
 mod servers;
 
@@ -99,6 +100,9 @@ fn main() {
         }
         if wants("http") {
             http().await;
+        }
+        if wants("attacked") {
+            attacked::attacked().await;
         }
         if wants("servers") {
             servers::servers().await;

@@ -18,6 +18,8 @@ mod fetch;
 mod file_tools;
 mod hooks;
 mod hostile;
+mod http_proxy;
+mod http_starve;
 mod journal;
 mod js_fetch;
 mod mcp;

@@ -236,9 +236,38 @@ pub(crate) struct ServeArgs {
     /// Milliseconds a connection may take to send a request head or body, or idle.
     #[arg(long, value_name = "MS", requires = "http")]
     idle_timeout_ms: Option<u64>,
-    /// Connections open at once.
+    /// Connections open at once (503 beyond).
     #[arg(long, value_name = "N", requires = "http")]
     max_connections: Option<usize>,
+    /// Connections one client may have open (429 beyond; default 32).
+    #[arg(long, value_name = "N", requires = "http")]
+    connections_per_client: Option<usize>,
+    /// Event streams (GET, subscriptions/listen) one client may have open (429 beyond; default 8).
+    #[arg(long, value_name = "N", requires = "http")]
+    streams_per_client: Option<usize>,
+    /// Milliseconds an event stream may go without an event before it ends (default 300000).
+    #[arg(long, value_name = "MS", requires = "http")]
+    stream_idle_ms: Option<u64>,
+    /// 2025-11-25 sessions kept at once; beyond, an idle one of the client holding
+    /// the most is pushed out (default 1024).
+    #[arg(long, value_name = "N", requires = "http")]
+    max_sessions: Option<usize>,
+    /// Sessions one client may hold; beyond, its least recently used idle one is
+    /// pushed out (429 when all are busy; default 32).
+    #[arg(long, value_name = "N", requires = "http")]
+    sessions_per_client: Option<usize>,
+    /// Milliseconds a session may go unused before it ends (default 300000).
+    #[arg(long, value_name = "MS", requires = "http")]
+    session_idle_ms: Option<u64>,
+    /// A load balancer's address or network (`10.0.0.5`, `10.0.0.0/24`; repeatable):
+    /// the client it names in X-Forwarded-For (or a PROXY header) gets the
+    /// per-client limits; from other peers both are ignored.
+    #[arg(long = "trusted-proxy", value_name = "ADDR[/BITS]", requires = "http", value_parser = network)]
+    trusted_proxies: Vec<ipnet::IpNet>,
+    /// Connections from a --trusted-proxy begin with a PROXY header, v1 or v2
+    /// (haproxy's `send-proxy-v2`); one without it is closed.
+    #[arg(long, requires = "trusted_proxies")]
+    proxy_protocol: bool,
     /// Keep full outputs (what `read_output` reads) in this directory, which
     /// several `serve` instances on one machine may share, or in the Redis at
     /// `redis://[:PASSWORD@]HOST:PORT[/DB]`, which instances on several machines
@@ -260,6 +289,15 @@ pub(crate) struct ServeArgs {
     /// tools/list or call that needs them).
     #[arg(long)]
     eager: bool,
+}
+
+/// An address (a network of one) or a network in CIDR notation.
+fn network(value: &str) -> Result<ipnet::IpNet, String> {
+    value
+        .parse::<ipnet::IpNet>()
+        .or_else(|_| value.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map(|net| net.trunc())
+        .map_err(|_| format!("{value:?} is not an address or ADDR/BITS"))
 }
 
 /// `HOST:PORT` as a `Host` header carries it: a name or address and a port, nothing else.
@@ -354,9 +392,24 @@ impl ServeArgs {
         if let Some(ms) = self.idle_timeout_ms {
             settings.idle_timeout = std::time::Duration::from_millis(ms);
         }
-        if let Some(n) = self.max_connections {
-            settings.max_connections = n;
+        let ms = std::time::Duration::from_millis;
+        for (flag, field) in [
+            (self.max_connections, &mut settings.max_connections),
+            (self.connections_per_client, &mut settings.connections_per_client),
+            (self.streams_per_client, &mut settings.streams_per_client),
+            (self.max_sessions, &mut settings.max_sessions),
+            (self.sessions_per_client, &mut settings.sessions_per_client),
+        ] {
+            *field = flag.unwrap_or(*field);
         }
+        for (flag, field) in [
+            (self.stream_idle_ms, &mut settings.stream_idle),
+            (self.session_idle_ms, &mut settings.session_idle),
+        ] {
+            *field = flag.map_or(*field, ms);
+        }
+        settings.trusted_proxies = self.trusted_proxies.clone();
+        settings.proxy_protocol = self.proxy_protocol;
         Ok(Some(settings))
     }
 }

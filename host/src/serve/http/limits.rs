@@ -1,39 +1,41 @@
-//! What one HTTP client may hold: calls in flight (a slot per POST, held
-//! until its response body ends or the client goes away) and the request body
-//! it sends (bounded in bytes, and in time so a client that sends slowly cannot
-//! keep a connection and a slot forever).
+//! What one HTTP client may hold: connections, calls in flight and event
+//! streams (each a slot held until the connection closes or the response body
+//! ends or is dropped), the request body it sends (bounded in bytes, and in
+//! time so a client that sends slowly cannot keep a connection and a slot
+//! forever), and how long an event stream may stay silent.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Buf as _, Bytes};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt as _;
 
-/// Calls in flight by client address.
+use super::client::Client;
+
+/// Things held by client: at most `max` each.
 pub(crate) struct Slots {
     max: usize,
-    held: Mutex<HashMap<IpAddr, usize>>,
+    held: Mutex<HashMap<Client, usize>>,
 }
 
-/// One call's slot: given back when dropped.
+/// One slot: given back when dropped.
 pub(crate) struct Slot {
     slots: Arc<Slots>,
-    client: IpAddr,
+    client: Client,
 }
 
 impl Slots {
-    /// At most `max` calls in flight for each client address.
+    /// At most `max` for each client.
     pub(crate) fn new(max: usize) -> Arc<Self> {
         Arc::new(Self { max, held: Mutex::default() })
     }
 
     /// A slot for `client`, or `None` when it already holds all of them.
-    pub(crate) fn take(self: &Arc<Self>, client: IpAddr) -> Option<Slot> {
+    pub(crate) fn take(self: &Arc<Self>, client: Client) -> Option<Slot> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         let count = held.entry(client).or_default();
         if *count >= self.max {
@@ -56,20 +58,20 @@ impl Drop for Slot {
     }
 }
 
-/// A response body that holds its call's slot until it ends or is dropped
-/// (an SSE stream lasts as long as its call).
-pub(crate) struct HoldingBody<B> {
+/// A response body that holds `G` (its call's or stream's slot, its session's
+/// use) until it ends or is dropped (an SSE stream lasts as long as its call).
+pub(crate) struct HoldingBody<B, G> {
     inner: B,
-    slot: Option<Slot>,
+    held: Option<G>,
 }
 
-impl<B> HoldingBody<B> {
-    pub(crate) fn new(inner: B, slot: Option<Slot>) -> Self {
-        Self { inner, slot }
+impl<B, G> HoldingBody<B, G> {
+    pub(crate) fn new(inner: B, held: G) -> Self {
+        Self { inner, held: Some(held) }
     }
 }
 
-impl<B: Body + Unpin> Body for HoldingBody<B> {
+impl<B: Body + Unpin, G: Unpin> Body for HoldingBody<B, G> {
     type Data = B::Data;
     type Error = B::Error;
 
@@ -79,13 +81,56 @@ impl<B: Body + Unpin> Body for HoldingBody<B> {
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
         if let Poll::Ready(None) = polled {
-            self.slot = None;
+            self.held = None;
         }
         polled
     }
 
     fn is_end_stream(&self) -> bool {
         self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// An event stream that ends after `patience` with no event: keep-alive
+/// comments (lines starting with `:`) do not count.
+pub(crate) struct IdleEnding<B> {
+    inner: B,
+    patience: Duration,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<B> IdleEnding<B> {
+    pub(crate) fn new(inner: B, patience: Duration) -> Self {
+        Self { inner, patience, deadline: Box::pin(tokio::time::sleep(patience)) }
+    }
+}
+
+impl<B: Body<Data = Bytes> + Unpin> Body for IdleEnding<B> {
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if frame.data_ref().is_some_and(|data| data.chunk().first() != Some(&b':')) {
+                    let next = tokio::time::Instant::now() + self.patience;
+                    self.deadline.as_mut().reset(next);
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Pending => match self.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
+            other => other,
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -126,18 +171,40 @@ where
 mod tests {
     use super::*;
     use http_body_util::Full;
+    use std::convert::Infallible;
 
     #[test]
     fn slots_are_per_client_and_given_back() {
         let slots = Slots::new(2);
-        let a: IpAddr = [127, 0, 0, 1].into();
-        let b: IpAddr = [127, 0, 0, 2].into();
+        let a = Client::of([127, 0, 0, 1].into());
+        let b = Client::of([127, 0, 0, 2].into());
         let first = slots.take(a).unwrap();
         let _second = slots.take(a).unwrap();
         assert!(slots.take(a).is_none());
         assert!(slots.take(b).is_some());
         drop(first);
         assert!(slots.take(a).is_some());
+    }
+
+    #[tokio::test]
+    async fn silent_streams_end_and_keep_alives_are_silence() {
+        let patience = Duration::from_millis(300);
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Infallible>>(4);
+        let body = http_body_util::StreamBody::new(tokio_stream_from(rx));
+        let mut body = IdleEnding::new(body, patience);
+        tx.send(Ok(Frame::data(Bytes::from_static(b"data: {}\n\n")))).await.unwrap();
+        let event = tokio::time::Instant::now();
+        assert!(body.frame().await.is_some());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        tx.send(Ok(Frame::data(Bytes::from_static(b":\n\n")))).await.unwrap();
+        assert!(body.frame().await.is_some());
+        assert!(body.frame().await.is_none(), "ended");
+        let took = event.elapsed();
+        assert!(took >= patience && took < patience + Duration::from_millis(150), "{took:?} after the last event");
+    }
+
+    fn tokio_stream_from<T>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl futures_util::Stream<Item = T> {
+        futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
     }
 
     #[tokio::test]

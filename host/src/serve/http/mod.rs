@@ -3,51 +3,41 @@
 //!
 //! rmcp speaks both protocol eras on one endpoint: a 2025-11-25 client
 //! initializes and gets an `Mcp-Session-Id` (its session lives in this
-//! process); a 2026-07-28 request carries its version and capabilities in
-//! `_meta` and is served statelessly (`server/discover`, `resultType`,
-//! `-32022` for an unsupported version, `-32020` when `MCP-Protocol-Version`,
-//! `Mcp-Method` or `Mcp-Name` disagree with the body, no GET stream). rmcp
-//! also checks `Host` (loopback binds: only the server's own authorities) and
-//! `Origin` (only the server's own and `allow_origins`: DNS-rebinding
-//! protection), answering 403.
+//! process, `sessions`); a 2026-07-28 request carries its version and
+//! capabilities in `_meta` and is served statelessly (`server/discover`,
+//! `resultType`, `-32022` for an unsupported version, `-32020` when
+//! `MCP-Protocol-Version`, `Mcp-Method` or `Mcp-Name` disagree with the body,
+//! no GET stream). rmcp also checks `Host` (loopback binds: only the server's
+//! own authorities) and `Origin` (only the server's own and `allow_origins`:
+//! DNS-rebinding protection), answering 403.
 //!
-//! In front of rmcp, each request passes, in order:
-//! 1. the path: anything but `/mcp` is 404;
-//! 2. the bearer token, when there is one (401 without it or with a wrong one);
-//! 3. a slot: a client address holds at most `calls_per_client` POSTs in
-//!    flight (429), each until its response ends;
-//! 4. the body: at most `max_body_bytes` (413), all of it within
-//!    `idle_timeout` (408);
-//! 5. the JSON-RPC front (`super::jsonrpc`): not JSON `-32700`, not a request
-//!    `-32600`, unfit `tools/call` params `-32602`, a batch `-32600` (HTTP 400).
-//!
-//! A connection must send its request head within `idle_timeout`, and between
-//! requests it may idle no longer; at most `max_connections` are open at once
-//! (further ones wait in the listen backlog).
+//! No client can starve another: what one client holds is bounded (`conn`:
+//! connections and the time to send a head; `front`: calls, event streams and
+//! how long one may stay silent, bodies; `sessions`: sessions), the client is
+//! the address a trusted proxy names when there is one (`client`), and every
+//! limit answers with its own status.
 
+mod client;
+mod conn;
+mod front;
 mod limits;
+mod sessions;
 mod token;
 
-use std::convert::Infallible;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode, header};
-use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt as _, Full};
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use ipnet::IpNet;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use self::limits::{BodyRefused, HoldingBody, Slots};
+use self::client::Proxies;
+use self::front::Front;
+use self::limits::Slots;
+use self::sessions::Sessions;
 pub use self::token::BearerToken;
-use super::jsonrpc::{self, INVALID_REQUEST, Incoming as Classified};
 use super::mcp::ToolhostServer;
 
 /// The one path the server answers.
@@ -75,13 +65,33 @@ pub struct HttpSettings {
     pub calls_per_client: usize,
     /// How long a connection may take to send a request head or body, or idle between requests.
     pub idle_timeout: Duration,
-    /// Connections open at once.
+    /// Connections open at once (HTTP 503 beyond).
     pub max_connections: usize,
+    /// Connections one client may have open (HTTP 429 beyond).
+    pub connections_per_client: usize,
+    /// Event streams (GET, `subscriptions/listen`) one client may have open (HTTP 429 beyond).
+    pub streams_per_client: usize,
+    /// How long an event stream may go without an event before it ends.
+    pub stream_idle: Duration,
+    /// 2025-11-25 sessions kept at once (the least needed pushed out beyond).
+    pub max_sessions: usize,
+    /// Sessions one client may hold (its least recently used idle one pushed
+    /// out beyond; HTTP 429 when all are busy).
+    pub sessions_per_client: usize,
+    /// How long a session may go unused before it ends.
+    pub session_idle: Duration,
+    /// Peers whose `X-Forwarded-For` (and PROXY header, with `proxy_protocol`)
+    /// names the client.
+    pub trusted_proxies: Vec<IpNet>,
+    /// Connections from a trusted proxy begin with a PROXY header (v1 or v2).
+    pub proxy_protocol: bool,
 }
 
 impl HttpSettings {
     /// Loopback-only defaults for `bind`: no token, 16 MiB bodies (as the
-    /// stdio server's lines), 16 calls per client, 30 s idle, 256 connections.
+    /// stdio server's lines), 30 s idle, 256 connections; per client 16 calls,
+    /// 32 connections, 8 streams (each ending after 5 min without an event) and
+    /// 32 sessions, of 1024 in all (each ending after 5 min unused); no trusted proxy.
     pub fn new(bind: SocketAddr) -> Self {
         Self {
             bind,
@@ -93,6 +103,14 @@ impl HttpSettings {
             calls_per_client: 16,
             idle_timeout: Duration::from_secs(30),
             max_connections: 256,
+            connections_per_client: 32,
+            streams_per_client: 8,
+            stream_idle: Duration::from_secs(300),
+            max_sessions: 1024,
+            sessions_per_client: 32,
+            session_idle: Duration::from_secs(300),
+            trusted_proxies: Vec::new(),
+            proxy_protocol: false,
         }
     }
 }
@@ -115,77 +133,46 @@ pub enum HttpError {
     /// A limit of zero.
     #[error("{0} must be at least 1")]
     ZeroLimit(&'static str),
+    /// The PROXY protocol without a peer to expect it from.
+    #[error("--proxy-protocol needs --trusted-proxy: the peers whose PROXY header is read")]
+    ProxyProtocolWithoutProxies,
     /// Listening failed.
     #[error("cannot listen on {0}: {1}")]
     Bind(SocketAddr, std::io::Error),
 }
-
-type HttpBody = BoxBody<Bytes, Infallible>;
 
 /// A bound server: [`HttpServer::local_addr`] says where, [`HttpServer::run`] serves.
 pub struct HttpServer {
     listener: TcpListener,
     front: Arc<Front>,
     max_connections: usize,
-    idle_timeout: Duration,
     shutdown: CancellationToken,
-}
-
-/// What every request passes through.
-struct Front {
-    service: StreamableHttpService<ToolhostServer, LocalSessionManager>,
-    token: Option<BearerToken>,
-    slots: Arc<Slots>,
-    max_body_bytes: usize,
-    idle_timeout: Duration,
 }
 
 impl HttpServer {
     /// Check `settings` and listen; nothing is served until [`HttpServer::run`].
     pub async fn bind(server: ToolhostServer, settings: HttpSettings) -> Result<Self, HttpError> {
-        let loopback = settings.bind.ip().is_loopback();
-        if !loopback && !settings.allow_remote {
-            return Err(HttpError::NotLoopback(settings.bind));
-        }
-        if !loopback && settings.token.is_none() {
-            return Err(HttpError::RemoteWithoutToken(settings.bind));
-        }
-        for (name, value) in [
-            ("max_body_bytes", settings.max_body_bytes),
-            ("calls_per_client", settings.calls_per_client),
-            ("max_connections", settings.max_connections),
-        ] {
-            if value == 0 {
-                return Err(HttpError::ZeroLimit(name));
-            }
-        }
-        if settings.idle_timeout.is_zero() {
-            return Err(HttpError::ZeroLimit("idle_timeout"));
-        }
+        check(&settings)?;
         let listener =
             TcpListener::bind(settings.bind).await.map_err(|e| HttpError::Bind(settings.bind, e))?;
         let local = listener.local_addr().map_err(|e| HttpError::Bind(settings.bind, e))?;
         let shutdown = CancellationToken::new();
         let config = rmcp_config(local, &settings, shutdown.child_token());
-        let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
+        let sessions = Sessions::new(settings.max_sessions, settings.sessions_per_client, settings.session_idle);
+        let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
         let front = Front {
             service,
+            sessions,
             token: settings.token,
-            slots: Slots::new(settings.calls_per_client),
+            proxies: Proxies::new(settings.trusted_proxies, settings.proxy_protocol),
+            calls: Slots::new(settings.calls_per_client),
+            streams: Slots::new(settings.streams_per_client),
+            connections: Slots::new(settings.connections_per_client),
             max_body_bytes: settings.max_body_bytes,
             idle_timeout: settings.idle_timeout,
+            stream_idle: settings.stream_idle,
         };
-        Ok(Self {
-            listener,
-            front: Arc::new(front),
-            max_connections: settings.max_connections,
-            idle_timeout: settings.idle_timeout,
-            shutdown,
-        })
+        Ok(Self { listener, front: Arc::new(front), max_connections: settings.max_connections, shutdown })
     }
 
     /// Where the server listens.
@@ -204,10 +191,6 @@ impl HttpServer {
         let connections = Arc::new(tokio::sync::Semaphore::new(self.max_connections));
         let mut open = tokio::task::JoinSet::new();
         loop {
-            let permit = tokio::select! {
-                permit = connections.clone().acquire_owned() => permit.expect("never closed"),
-                () = self.shutdown.cancelled() => break,
-            };
             let (stream, peer) = tokio::select! {
                 accepted = self.listener.accept() => match accepted {
                     Ok(accepted) => accepted,
@@ -221,18 +204,51 @@ impl HttpServer {
                 () = self.shutdown.cancelled() => break,
             };
             let _ = stream.set_nodelay(true);
-            let front = self.front.clone();
-            let shutdown = self.shutdown.clone();
-            let idle = self.idle_timeout;
-            open.spawn(async move {
-                let _permit = permit;
-                serve_connection(stream, peer.ip(), front, idle, shutdown).await;
-            });
+            let permit = connections.clone().try_acquire_owned().ok();
+            let (front, shutdown) = (self.front.clone(), self.shutdown.clone());
+            open.spawn(conn::serve(stream, peer.ip(), permit, front, shutdown));
             while open.try_join_next().is_some() {}
         }
         open.shutdown().await;
         Ok(())
     }
+}
+
+/// Refuse settings that would serve unsafely or not at all.
+fn check(settings: &HttpSettings) -> Result<(), HttpError> {
+    let loopback = settings.bind.ip().is_loopback();
+    if !loopback && !settings.allow_remote {
+        return Err(HttpError::NotLoopback(settings.bind));
+    }
+    if !loopback && settings.token.is_none() {
+        return Err(HttpError::RemoteWithoutToken(settings.bind));
+    }
+    for (name, value) in [
+        ("max_body_bytes", settings.max_body_bytes),
+        ("calls_per_client", settings.calls_per_client),
+        ("max_connections", settings.max_connections),
+        ("connections_per_client", settings.connections_per_client),
+        ("streams_per_client", settings.streams_per_client),
+        ("max_sessions", settings.max_sessions),
+        ("sessions_per_client", settings.sessions_per_client),
+    ] {
+        if value == 0 {
+            return Err(HttpError::ZeroLimit(name));
+        }
+    }
+    for (name, value) in [
+        ("idle_timeout", settings.idle_timeout),
+        ("stream_idle", settings.stream_idle),
+        ("session_idle", settings.session_idle),
+    ] {
+        if value.is_zero() {
+            return Err(HttpError::ZeroLimit(name));
+        }
+    }
+    if settings.proxy_protocol && settings.trusted_proxies.is_empty() {
+        return Err(HttpError::ProxyProtocolWithoutProxies);
+    }
+    Ok(())
 }
 
 /// rmcp's settings: the `Host` and `Origin` checks for `local`, JSON
@@ -263,128 +279,4 @@ fn rmcp_config(
         .with_cancellation_token(shutdown);
     // Beyond loopback the token guards the server and names are the deployment's.
     if local.ip().is_loopback() { config.with_allowed_hosts(own) } else { config.disable_allowed_hosts() }
-}
-
-/// Serve one connection: HTTP/1.1, the head within `idle`, until it closes or
-/// the server stops.
-async fn serve_connection(
-    stream: tokio::net::TcpStream,
-    client: IpAddr,
-    front: Arc<Front>,
-    idle: Duration,
-    shutdown: CancellationToken,
-) {
-    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-        let front = front.clone();
-        async move { Ok::<_, Infallible>(front.handle(request, client).await) }
-    });
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(idle).keep_alive(true);
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(connection);
-    tokio::select! {
-        served = connection.as_mut() => {
-            if let Err(error) = served {
-                tracing::debug!(%error, %client, "HTTP connection ended");
-            }
-        }
-        () = shutdown.cancelled() => {
-            connection.as_mut().graceful_shutdown();
-            let _ = tokio::time::timeout(Duration::from_secs(5), connection).await;
-        }
-    }
-}
-
-impl Front {
-    async fn handle(&self, request: Request<Incoming>, client: IpAddr) -> Response<HttpBody> {
-        if request.uri().path() != ENDPOINT {
-            return plain(StatusCode::NOT_FOUND, format!("Not Found: the MCP endpoint is {ENDPOINT}"));
-        }
-        if let Some(token) = &self.token
-            && !token.admits(request.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes()))
-        {
-            let mut response = plain(StatusCode::UNAUTHORIZED, "Unauthorized: a bearer token is required");
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
-            return response;
-        }
-        let post = request.method() == Method::POST;
-        let slot = match post.then(|| self.slots.take(client)) {
-            None => None,
-            Some(Some(slot)) => Some(slot),
-            Some(None) => {
-                let mut response = plain(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "Too Many Requests: this client has too many calls in flight",
-                );
-                response.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
-                return response;
-            }
-        };
-        let (parts, body) = request.into_parts();
-        let body = if post {
-            match limits::read_body(body, self.max_body_bytes, self.idle_timeout).await {
-                Ok(body) => body,
-                Err(BodyRefused::TooLarge(max)) => {
-                    return plain(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        format!("Payload Too Large: at most {max} bytes"),
-                    );
-                }
-                Err(BodyRefused::TooSlow(patience)) => {
-                    let why = format!(
-                        "Request Timeout: the body did not arrive within {} ms",
-                        patience.as_millis()
-                    );
-                    return plain(StatusCode::REQUEST_TIMEOUT, why);
-                }
-                Err(BodyRefused::Broken(why)) => {
-                    return plain(StatusCode::BAD_REQUEST, format!("Bad Request: {why}"));
-                }
-            }
-        } else {
-            Bytes::new()
-        };
-        if post && let Some(answer) = precheck(&body) {
-            return answer;
-        }
-        let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
-        response.map(|body| HoldingBody::new(body, slot).boxed())
-    }
-}
-
-/// The JSON-RPC front's answer to a POST body rmcp would answer wrongly, or
-/// `None` to hand it to rmcp.
-fn precheck(body: &[u8]) -> Option<Response<HttpBody>> {
-    let value: Value = match serde_json::from_slice(body) {
-        Ok(value) => value,
-        Err(e) => return Some(json(StatusCode::BAD_REQUEST, &jsonrpc::parse_error(&e))),
-    };
-    if value.is_array() {
-        let why = "Invalid Request: batches are not accepted over HTTP";
-        return Some(json(
-            StatusCode::BAD_REQUEST,
-            &jsonrpc::error_response(Value::Null, INVALID_REQUEST, why),
-        ));
-    }
-    match jsonrpc::classify(value) {
-        Classified::Forward(_) => None,
-        Classified::Answer(answer) => Some(json(StatusCode::BAD_REQUEST, &answer)),
-        Classified::Drop(why) => Some(plain(StatusCode::BAD_REQUEST, format!("Bad Request: {why}"))),
-    }
-}
-
-fn plain(status: StatusCode, text: impl Into<String>) -> Response<HttpBody> {
-    let mut response = Response::new(Full::new(Bytes::from(text.into())).boxed());
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
-    response
-}
-
-fn json(status: StatusCode, value: &Value) -> Response<HttpBody> {
-    let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
-    response
 }
