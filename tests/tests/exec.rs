@@ -120,6 +120,12 @@ fn system_has(program: &str) -> bool {
     SYSTEM_PATH.iter().any(|d| Path::new(d).join(program).is_file())
 }
 
+/// Fails the test when `program` is missing: a test that needs a tool never
+/// passes by skipping (`scripts/deps` installs it).
+fn require(program: &str) {
+    assert!(system_has(program), "{program} is missing from {SYSTEM_PATH:?}: run scripts/deps (or install it)");
+}
+
 fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     format!("{prefix}-{}-{nanos}", std::process::id())
@@ -459,7 +465,7 @@ async fn children_have_no_network_not_even_loopback() {
     if let Some(l) = &v6 {
         l.set_nonblocking(true).unwrap();
     }
-    let python = system_has("python3");
+    require("python3");
     let (host, _dir) = exec_host(&["python3"], true, ExecSettings::default()).await;
 
     let o = run(&host, json!({"shell": format!("echo hi > /dev/tcp/127.0.0.1/{port}"), "timeout_ms": 5000}))
@@ -471,17 +477,15 @@ async fn children_have_no_network_not_even_loopback() {
             run(&host, json!({"shell": format!("echo hi > /dev/tcp/::1/{port6}"), "timeout_ms": 5000})).await;
         assert_ne!(o["exit_code"], 0, "{o}");
     }
-    if python {
-        let script = format!("import socket; socket.create_connection(('127.0.0.1', {port}), 2)");
-        let o = run(&host, json!({"program": "python3", "args": ["-c", script], "timeout_ms": 5000})).await;
-        assert_ne!(o["exit_code"], 0, "{o}");
-        assert!(stderr(&o).contains("Error"), "{o}");
-        // Not even its own namespace's loopback is up to serve on.
-        let script = "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); \
-                      c = socket.create_connection(s.getsockname(), 2); print('connected')";
-        let o = run(&host, json!({"program": "python3", "args": ["-c", script], "timeout_ms": 5000})).await;
-        assert!(!stdout(&o).contains("connected"), "{o}");
-    }
+    let script = format!("import socket; socket.create_connection(('127.0.0.1', {port}), 2)");
+    let o = run(&host, json!({"program": "python3", "args": ["-c", script], "timeout_ms": 5000})).await;
+    assert_ne!(o["exit_code"], 0, "{o}");
+    assert!(stderr(&o).contains("Error"), "{o}");
+    // Not even its own namespace's loopback is up to serve on.
+    let script = "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); \
+                  c = socket.create_connection(s.getsockname(), 2); print('connected')";
+    let o = run(&host, json!({"program": "python3", "args": ["-c", script], "timeout_ms": 5000})).await;
+    assert!(!stdout(&o).contains("connected"), "{o}");
 
     let until = Instant::now() + Duration::from_millis(500);
     while Instant::now() < until {
@@ -565,10 +569,7 @@ async fn a_fork_bomb_is_contained() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_process_cap_bounds_forks() {
-    if !system_has("python3") {
-        eprintln!("skipped: no python3");
-        return;
-    }
+    require("python3");
     let _turn = PROCESSES.lock().await;
     let settings = ExecSettings {
         limits: ChildLimits { processes: 16, ..ChildLimits::default() },
@@ -661,10 +662,7 @@ async fn the_file_size_limit_holds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_address_space_limit_holds() {
-    if !system_has("python3") {
-        eprintln!("skipped: no python3");
-        return;
-    }
+    require("python3");
     let (host, _dir) = exec_host(&["python3"], false, limits(|l| l.memory_bytes = 256 << 20)).await;
     let o = run(
         &host,
@@ -955,10 +953,7 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn git_inspects_read_only_and_takes_no_free_form_arguments() {
-    if !system_has("git") {
-        eprintln!("skipped: no git");
-        return;
-    }
+    require("git");
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path();
     std::fs::write(work.join("a.txt"), "one\n").unwrap();
@@ -1032,11 +1027,10 @@ fn the_non_root_fallback_contains_and_cleans_up_too() {
     if std::env::var_os(NON_ROOT_RUN).is_some() || !toolhost_tests::is_root() {
         return;
     }
-    let Some(setpriv) = ["/usr/bin/setpriv", "/bin/setpriv"].into_iter().find(|p| Path::new(p).exists())
-    else {
-        eprintln!("skipped: no setpriv to drop to an unprivileged user");
-        return;
-    };
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("setpriv (util-linux) is missing: it drops this test to an unprivileged user");
     let exe = std::env::current_exe().unwrap();
     let home = tempfile::tempdir().unwrap();
     std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -1114,10 +1108,7 @@ fn changed(r: &ToolResult) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terminal_reports_what_a_command_changed_and_not_what_was_dirty() {
-    if !system_has("git") {
-        eprintln!("skipped: no git");
-        return;
-    }
+    require("git");
     let dir = repo(&[("a.txt", "one\n"), ("left.txt", "one\n"), ("again.txt", "one\n"), ("gone.txt", "x\n")]);
     let work = dir.path();
     // Dirty before the call: left.txt stays as it is, again.txt is changed again.
@@ -1212,9 +1203,7 @@ async fn outside_a_repository_or_without_git_nothing_is_added() {
     std::fs::create_dir(plain.path().join(".git")).unwrap();
     let r = call(&host, "terminal", json!({"command": "echo y > other.txt"})).await;
     assert_eq!((r.ok, r.output.as_str()), (true, "[exit 0]"), "{:?}", r.error);
-    if !system_has("git") {
-        return;
-    }
+    require("git");
     // A repository, but the builtins may not run git: the shell still works, nothing added.
     let dir = repo(&[("a.txt", "one\n")]);
     let host = Host::builder()
@@ -1231,10 +1220,7 @@ async fn outside_a_repository_or_without_git_nothing_is_added() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_repository_config_runs_nothing_when_changes_are_recorded() {
-    if !system_has("git") {
-        eprintln!("skipped: no git");
-        return;
-    }
+    require("git");
     let dir = repo(&[("a.txt", "one\n")]);
     let work = dir.path();
     let hooks = work.join("evil-hooks");
@@ -1275,10 +1261,7 @@ async fn a_hostile_repository_config_runs_nothing_when_changes_are_recorded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_changed_files_give_a_bounded_report() {
-    if !system_has("git") {
-        eprintln!("skipped: no git");
-        return;
-    }
+    require("git");
     let dir = repo(&[("a.txt", "one\n")]);
     let host = builtin_host(dir.path()).await;
     let started = Instant::now();
