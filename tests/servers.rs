@@ -234,9 +234,16 @@ pub fn http_client() -> reqwest::ClientBuilder {
     static PROVIDER: std::sync::Once = std::sync::Once::new();
     PROVIDER.call_once(|| {
         // Err: another provider is installed already, which does as well.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        let _ = ring_provider().install_default();
     });
     reqwest::Client::builder().no_proxy()
+}
+
+/// *ring*'s crypto provider, as the host uses it (rustls 0.23.48 deprecates it
+/// for lacking post-quantum key exchange; the tests' servers follow the host).
+#[allow(deprecated)]
+pub fn ring_provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::ring::default_provider()
 }
 
 /// A 2026-07-28 request: `_meta` with the version, capabilities and client info.

@@ -123,7 +123,10 @@ fn system_has(program: &str) -> bool {
 /// Fails the test when `program` is missing: a test that needs a tool never
 /// passes by skipping (`scripts/deps` installs it).
 fn require(program: &str) {
-    assert!(system_has(program), "{program} is missing from {SYSTEM_PATH:?}: run scripts/deps (or install it)");
+    assert!(
+        system_has(program),
+        "{program} is missing from {SYSTEM_PATH:?}: run scripts/deps (or install it)"
+    );
 }
 
 fn unique(prefix: &str) -> String {

@@ -46,7 +46,7 @@ impl TlsServer {
         leaf_params.subject_alt_names = vec![SanType::IpAddress([127, 0, 0, 1].into())];
         let leaf = leaf_params.signed_by(&leaf_key, &Issuer::from_params(&ca_params, &ca_key)).unwrap();
 
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(toolhost_tests::servers::ring_provider());
         let config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .unwrap()

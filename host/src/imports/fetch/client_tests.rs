@@ -487,13 +487,12 @@ async fn tls_server() -> (SocketAddr, rustls::RootCertStore, Arc<std::sync::Mute
     let generated = rcgen::generate_simple_self_signed(vec!["secure.test".to_owned()]).expect("certificate");
     let cert = generated.cert.der().clone();
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(generated.signing_key.serialize_der()));
-    let mut config =
-        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .expect("versions")
-            .with_no_client_auth()
-            .with_single_cert(vec![cert.clone()], key)
-            .expect("server config");
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(super::exchange::ring_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.clone()], key)
+        .expect("server config");
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");

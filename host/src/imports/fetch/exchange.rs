@@ -72,9 +72,18 @@ pub(crate) fn tls_config() -> Result<Arc<ClientConfig>, String> {
     tls_config_with(roots)
 }
 
+/// The crypto provider every TLS connection of the host uses: *ring*'s.
+/// rustls 0.23.48 deprecates it for lacking post-quantum key exchange; its
+/// replacement (aws-lc-rs) needs cmake and a C toolchain at build time, which
+/// the two-command Quick start does not assume.
+#[allow(deprecated)]
+pub(crate) fn ring_provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::ring::default_provider()
+}
+
 /// [`tls_config`] trusting `roots` instead of the webpki roots.
 pub(crate) fn tls_config_with(roots: rustls::RootCertStore) -> Result<Arc<ClientConfig>, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(ring_provider());
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("cannot set up TLS: {e}"))?
