@@ -90,8 +90,7 @@ redis.call('ZREMRANGEBYSCORE', index, '-inf', now)
 if redis.call('ZCARD', index) >= max then return -1 end
 redis.call('SET', key, '1', 'PX', ttl)
 redis.call('ZADD', index, now + ttl, key)
-local last = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
-redis.call('PEXPIREAT', index, last[2])
+if redis.call('PTTL', index) < ttl then redis.call('PEXPIRE', index, ARGV[1]) end
 return 1
 ";
 
