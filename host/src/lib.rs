@@ -51,7 +51,7 @@ pub use call::authorize::PermissionNote;
 pub use call::builder::HostBuilder;
 pub use call::executor::{ToolCall, ToolResult};
 pub use call::host::Host;
-pub use dirs::default_data_dir;
+pub use dirs::{default_config_dir, default_data_dir, reached_through};
 pub use engine::{Engine, EngineSettings};
 pub use error::{CallError, LoadError, PolicyError, codes};
 pub use hooks::HookNote;
@@ -70,8 +70,8 @@ pub use load::registry::{NATIVE_SOURCE, Registry, Tool};
 pub use load::spec::{ToolDefinition, ToolSpec};
 pub use load::typed::Skipped;
 pub use output::{
-    DEFAULT_REDIS_EXPIRY, IMAGE_KEY, Image, MAX_IMAGE_BYTES, Omitted, OutputStore, Part, READ_OUTPUT,
-    StoreError, Stored,
+    CLOCK_SKEW, Claim, DEFAULT_REDIS_EXPIRY, IMAGE_KEY, Image, MAX_IMAGE_BYTES, Omitted, OutputStore, Part,
+    READ_OUTPUT, StoreError, Stored,
 };
 pub use policy::grants::{FsGrant, GrantSource, PluginGrants, Sockets};
 pub use policy::{Approval, ApprovalRequest, Approver, Decision, Mode, Policy, Redactor};

@@ -3,6 +3,7 @@
 //! compiled and linked once rather than once per file. Run one file's tests
 //! with `cargo test --release -p toolhost-tests --test e2e MODULE::`.
 
+mod approvals_shared;
 mod batch;
 mod bounds;
 mod builtins;
@@ -38,6 +39,7 @@ mod policy_trust;
 mod read_output;
 mod redis_store;
 mod scale_out;
+mod secrets_outside;
 mod typed_exports;
 mod wasi_config;
 mod wasi_escape;

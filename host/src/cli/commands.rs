@@ -141,7 +141,9 @@ pub(crate) async fn call(
 /// (stdout carries only the protocol), or with `--http` on Streamable HTTP until
 /// the process is stopped (calls in flight end with it; the journal has their begins).
 pub(crate) async fn serve(args: &HostArgs, serve: &super::ServeArgs) -> anyhow::Result<ExitCode> {
-    // Settings first: a bad flag, token or key file fails before plugins load.
+    // Settings first: a bad flag, token or key file fails before plugins load;
+    // one inside the work dir is not read at all.
+    serve.refuse_inside(&args.work_dir)?;
     let http = serve.settings()?;
     let key = serve.state_key()?;
     // stdin is the protocol (or not a person's): nobody can be asked on it; the

@@ -4,6 +4,7 @@ mod approve;
 mod commands;
 mod journal;
 mod new;
+mod outside;
 mod plugins;
 mod publish;
 mod registry;
@@ -347,6 +348,21 @@ impl ServeArgs {
         approvals
     }
 
+    /// Refuse --token-file, --state-key-file and the store's directory when
+    /// they are reached through `work_dir`.
+    pub(crate) fn refuse_inside(&self, work_dir: &std::path::Path) -> anyhow::Result<()> {
+        if let Some(file) = &self.token_file {
+            outside::refuse_inside(work_dir, "--token-file", file)?;
+        }
+        if let Some(file) = &self.state_key_file {
+            outside::refuse_inside(work_dir, "--state-key-file", file)?;
+        }
+        if let Some(StoreAt::Dir(dir)) = &self.store {
+            outside::refuse_inside(work_dir, "--store", dir)?;
+        }
+        Ok(())
+    }
+
     /// The --state-key-file key, read and checked.
     pub(crate) fn state_key(&self) -> anyhow::Result<Option<toolhost::StateKey>> {
         Ok(self.state_key_file.as_deref().map(toolhost::StateKey::from_file).transpose()?)
@@ -446,6 +462,7 @@ impl HostArgs {
 
     /// The builder [`HostArgs::build`] builds.
     pub(crate) fn builder(&self, interactive: bool, journal: bool) -> anyhow::Result<toolhost::HostBuilder> {
+        outside::refuse_state_inside(&self.work_dir)?;
         let limits = self.limits()?;
         let policy = toolhost::Policy::discover(self.policy.as_deref(), &self.work_dir)?;
         let network = toolhost::NetworkSettings {

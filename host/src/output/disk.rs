@@ -15,6 +15,8 @@
 //!   the directory costs a `stat` per file, so a process does it after every
 //!   1/64 of either budget it writes (and on its first write): each instance
 //!   may overshoot by that much before its next pass.
+//! - One-time claims (`super::claims`) live in its `claims/` subdirectory,
+//!   at most `max_files` of them.
 
 use std::io::{self, Write as _};
 use std::os::unix::fs::PermissionsExt as _;
@@ -26,6 +28,7 @@ use std::time::SystemTime;
 use sha2::{Digest, Sha256};
 
 use super::Part;
+use super::claims::{Claim, ClaimDir};
 use super::stored::Stored;
 use crate::protect::hostfs;
 
@@ -41,6 +44,7 @@ pub(crate) struct DiskStore {
     /// (files starts at the threshold: the first write makes a pass).
     written_files: AtomicUsize,
     written_bytes: AtomicUsize,
+    claims: ClaimDir,
 }
 
 impl DiskStore {
@@ -69,12 +73,18 @@ impl DiskStore {
             max_files,
             written_files: AtomicUsize::new(max_files),
             written_bytes: AtomicUsize::new(0),
+            claims: ClaimDir::new(dir.join("claims"), max_files),
         })
     }
 
     /// The directory.
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Claim `name` until `until`, once among the processes sharing the directory.
+    pub(crate) fn claim(&self, name: &str, until: SystemTime) -> io::Result<Claim> {
+        self.claims.claim(name, until)
     }
 
     fn path(&self, call_id: &str, part: Part) -> PathBuf {

@@ -10,6 +10,7 @@
 //! checked and bounded by [`MAX_IMAGE_BYTES`], and travels beside the text
 //! (`image`); it is never put in the store nor clamped.
 
+pub(crate) mod claims;
 mod disk;
 mod image;
 mod parts;
@@ -17,6 +18,7 @@ mod redis;
 mod store;
 mod stored;
 
+pub use claims::{CLOCK_SKEW, Claim};
 pub use image::{IMAGE_KEY, Image, MAX_IMAGE_BYTES};
 pub(crate) use parts::{Metadata, Parts, bound_error};
 pub(crate) use store::DISK_MAX_FILES;

@@ -16,6 +16,10 @@
 //! - Every command is bounded in time (connect, response, and an overall
 //!   [`OP_TIMEOUT`]): a Redis that went away is an error naming it, never a
 //!   hang. The connection manager reconnects when Redis comes back.
+//! - One-time claims (`super::claims`): one Lua script sets the claim's key
+//!   only when it is absent, with its expiry, and indexes it (a sorted set by
+//!   expiry) so that at most `max_entries` are outstanding; under their own
+//!   hash tag `{toolhost-claims}`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +28,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use sha2::{Digest, Sha256};
 
 use super::Part;
+use super::claims::{self, Claim};
 use super::stored::StoreError;
 
 /// How long connecting to Redis may take.
@@ -69,6 +74,26 @@ for _, name in ipairs({index, sizes, total}) do redis.call('PEXPIRE', name, ttl)
 return bytes
 ";
 
+/// The hash tag of the claims' keys.
+const CLAIMS: &str = "toolhost:{toolhost-claims}";
+
+/// Claim `KEYS[1]` for `ARGV[1]` ms unless it exists (0), indexing it in
+/// `KEYS[2]` (sorted set by expiry): 1 claimed, -1 refused when `ARGV[2]`
+/// claims that have not expired are indexed already.
+const CLAIM: &str = r"
+local key, index = KEYS[1], KEYS[2]
+local ttl, max = tonumber(ARGV[1]), tonumber(ARGV[2])
+if redis.call('EXISTS', key) == 1 then return 0 end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', index, '-inf', now)
+if redis.call('ZCARD', index) >= max then return -1 end
+redis.call('SET', key, '1', 'PX', ttl)
+redis.call('ZADD', index, now + ttl, key)
+if redis.call('PTTL', index) < ttl then redis.call('PEXPIRE', index, ARGV[1]) end
+return 1
+";
+
 /// The value of `KEYS[1]`, or `false` when it is over `ARGV[1]` bytes.
 const GET: &str = r"
 if redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[1]) then return false end
@@ -82,6 +107,7 @@ pub(crate) struct RedisStore {
     connection: ConnectionManager,
     put: redis::Script,
     get: redis::Script,
+    claim: redis::Script,
     max_bytes: usize,
     max_entries: usize,
     expiry: Duration,
@@ -113,6 +139,7 @@ impl RedisStore {
             connection,
             put: redis::Script::new(PUT),
             get: redis::Script::new(GET),
+            claim: redis::Script::new(CLAIM),
             max_bytes,
             max_entries: max_entries.max(1),
             expiry: expiry.max(Duration::from_millis(1)),
@@ -175,6 +202,26 @@ impl RedisStore {
                 tracing::warn!(store = %self.shown, call_id, "refused a stored output that is not UTF-8");
                 Ok(None)
             }
+        }
+    }
+
+    /// Claim `name` until `until`, once among the processes sharing this Redis.
+    pub(crate) async fn claim(&self, name: &str, until: std::time::SystemTime) -> Result<Claim, StoreError> {
+        let ttl =
+            claims::keep_for(until, std::time::SystemTime::now()).as_millis().clamp(1, i64::MAX as u128);
+        let mut invocation = self.claim.prepare_invoke();
+        invocation
+            .key(format!("{CLAIMS}:claim:{}", claims::digest(name)))
+            .key(format!("{CLAIMS}:index"))
+            .arg(ttl as i64)
+            .arg(self.max_entries);
+        let mut connection = self.connection.clone();
+        let answer =
+            self.bounded(async move { invocation.invoke_async::<i64>(&mut connection).await }).await?;
+        match answer {
+            1 => Ok(Claim::First),
+            0 => Ok(Claim::Again),
+            _ => Err(StoreError::Full { store: self.shown.to_string(), max: self.max_entries }),
         }
     }
 

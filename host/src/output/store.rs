@@ -6,11 +6,12 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use lru::LruCache;
 
 use super::Part;
+use super::claims::Claim;
 use super::disk::DiskStore;
 use super::redis::RedisStore;
 use super::stored::{StoreError, Stored};
@@ -90,6 +91,12 @@ impl OutputStore {
     fn sharing(self, shared: Shared) -> Self {
         let memory_bytes = self.max_bytes.min(SHARED_MEMORY_BYTES);
         Self { shared: Some(shared), memory_bytes, ..self }
+    }
+
+    /// Whether cut parts (and claims) are shared with other processes: a
+    /// store on disk or in Redis.
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
     }
 
     /// The directory of a store on disk.
@@ -194,6 +201,20 @@ impl OutputStore {
             Some(Shared::Disk(disk)) => Ok(disk.get(call_id, part)),
             Some(Shared::Redis(redis)) => redis.get(call_id, part).await,
         }
+    }
+
+    /// Claim `name` until `until` (plus [`super::CLOCK_SKEW`]) in the shared
+    /// store, once among every process sharing it (`super::claims`); `None`
+    /// when this store shares nothing. An error: the claim was not made (the
+    /// store is unreachable, unfit, or holds as many claims as it may).
+    pub async fn claim(&self, name: &str, until: SystemTime) -> Option<Result<Claim, StoreError>> {
+        Some(match self.shared.as_ref()? {
+            Shared::Disk(disk) => disk.claim(name, until).map_err(|e| StoreError::Failed {
+                store: disk.dir().display().to_string(),
+                why: e.to_string(),
+            }),
+            Shared::Redis(redis) => redis.claim(name, until).await,
+        })
     }
 
     /// Bytes currently kept: in the shared store when there is one, else in

@@ -34,6 +34,24 @@ pub enum StoreError {
         /// Why.
         why: String,
     },
+    /// The store holds as many one-time claims as it may (until some expire).
+    #[error(
+        "the output store at {store} holds {max} claims that have not expired, its most: refused until some expire"
+    )]
+    Full {
+        /// Which store.
+        store: String,
+        /// How many it may hold.
+        max: usize,
+    },
+    /// The store on disk failed.
+    #[error("the output store at {store} failed: {why}")]
+    Failed {
+        /// Which store (its directory).
+        store: String,
+        /// What failed.
+        why: String,
+    },
     /// The store did not answer, or answered with an error.
     #[error("the output store at {store} is unreachable: {why}")]
     Unreachable {

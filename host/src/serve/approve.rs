@@ -12,7 +12,8 @@
 //!   retries with `inputResponses.approval` and the state under a new id; the
 //!   call then runs from the start on whichever instance gets it, and when it
 //!   reaches the same question the answer is taken, once
-//!   ([`super::approve_spent`]). Nothing waits in any process's memory.
+//!   ([`super::approve_spent`]: recorded in the shared output store, so once
+//!   across the instances sharing it). Nothing waits in any process's memory.
 //! - **2025-11-25** (a session), the client declared `elicitation`: an
 //!   `elicitation/create` request to the client, answered within the timeout.
 //! - Neither: the call is denied, saying the client cannot be asked.
@@ -20,7 +21,9 @@
 //! A retry whose state does not open (forged, changed, expired, or sealed by an
 //! instance with another key) or does not fit the call it came back with
 //! (another tool, other arguments, another question, an answer used already)
-//! is refused with `-32602` before anything runs; the question
+//! is refused with `-32602` before anything runs; one whose use cannot be
+//! recorded (the store is unreachable) is refused with `-32603`
+//! (`approval_store_unavailable`), nothing run, the answer still unused; the question
 //! ([`super::approve_question`]) and its answers: once, always, deny.
 
 use std::path::PathBuf;
@@ -36,9 +39,10 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::json;
 
 use super::approve_question::{decision, decision_from_json, question};
-use super::approve_spent::{Spent, Use};
+use super::approve_spent::Spent;
 use super::approve_state::{Mismatch, Sealed, StateKey};
 use crate::call::host::Host;
+use crate::output::Claim;
 use crate::policy::{Approval, ApprovalRequest, Approver};
 
 /// How long a question waits for its answer unless told otherwise: a
@@ -46,6 +50,8 @@ use crate::policy::{Approval, ApprovalRequest, Approver};
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 /// The question's key in `inputRequests` and `inputResponses`.
 pub(crate) const INPUT_KEY: &str = "approval";
+/// `data.reason` of a retry refused because its use could not be recorded.
+pub(crate) const STORE_UNAVAILABLE: &str = "approval_store_unavailable";
 
 /// How `serve` asks a client's user: the key questions are sealed with, how
 /// long an answer is awaited (and a sealed question stays answerable), and
@@ -65,17 +71,20 @@ impl std::fmt::Debug for Approvals {
 
 impl Approvals {
     /// Questions sealed with `key`, answered within `timeout`; used answers
-    /// recorded in `spent_dir` (shared by the instances behind one endpoint),
-    /// or in this process's memory when `None`.
+    /// recorded in `spent_dir` (a directory the processes of one machine may
+    /// share), or in this process's memory when `None`. [`Approvals::for_host`]
+    /// records them in the host's output store when that is shared.
     pub fn new(key: StateKey, timeout: Duration, spent_dir: Option<PathBuf>) -> Self {
         Self { key, timeout, spent: Arc::new(Spent::new(spent_dir)) }
     }
 
     /// The defaults for `host`: a random key of this process's own, the
-    /// default timeout, used answers in the data dir's `approvals/`.
+    /// default timeout, used answers in its output store when that is shared
+    /// (on disk or in Redis), else in the data dir's `approvals/`.
     pub fn for_host(host: &Host) -> Self {
         let dir = host.data_dir().map(|dir| dir.join("approvals"));
-        Self::new(StateKey::random(), DEFAULT_APPROVAL_TIMEOUT, dir)
+        let spent = Spent::for_store(&host.outputs, dir);
+        Self { key: StateKey::random(), timeout: DEFAULT_APPROVAL_TIMEOUT, spent: Arc::new(spent) }
     }
 
     /// Seal questions with `key` (`serve --state-key-file`: the same file for
@@ -177,7 +186,7 @@ impl Approvals {
             Kind::Direct => Ok(result.into()),
             Kind::Answered(answered) => {
                 match answered.refused.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                    Some(why) => Err(refused(&why)),
+                    Some(error) => Err(error),
                     None => Ok(result.into()),
                 }
             }
@@ -286,32 +295,43 @@ struct Answered {
     sealed: Sealed,
     answer: Approval,
     spent: Arc<Spent>,
-    /// Why the answer does not fit the call (the retry is refused).
-    refused: Mutex<Option<String>>,
+    /// Why the retry is refused (the answer does not fit the call, or its use
+    /// could not be recorded).
+    refused: Mutex<Option<ErrorData>>,
 }
 
 impl Answered {
-    fn refuse(&self, why: String) -> Approval {
-        *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.clone());
+    fn refuse(&self, error: ErrorData) -> Approval {
+        let why = error.message.to_string();
+        *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
         Approval::NoAnswer(why)
     }
 }
 
 impl Approver for Answered {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> Answer<'a> {
-        let answer = match self.sealed.check(request) {
-            Err(m) => self.refuse(mismatch(&m)),
-            Ok(()) => match self.spent.spend(&self.sealed.nonce, self.sealed.expires()) {
-                Ok(Use::First) => self.answer.clone(),
-                Ok(Use::Again) => self.refuse(
+        Box::pin(async move {
+            if let Err(m) = self.sealed.check(request) {
+                return self.refuse(refused(&mismatch(&m)));
+            }
+            match self.spent.spend(&self.sealed.nonce, self.sealed.expires()).await {
+                Ok(Claim::First) => self.answer.clone(),
+                Ok(Claim::Again) => self.refuse(refused(
                     "this answer was used already: an answer approves one call. Call the tool again \
-                     to be asked again."
-                        .to_string(),
-                ),
-                Err(e) => Approval::NoAnswer(format!("the answer could not be recorded as used: {e}")),
-            },
-        };
-        Box::pin(async move { answer })
+                     to be asked again.",
+                )),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not record an approval as used");
+                    self.refuse(ErrorData::internal_error(
+                        format!(
+                            "the answer could not be recorded as used, so it was not taken and nothing \
+                             ran: {e}. Send the same retry again when the store is back."
+                        ),
+                        Some(json!({"reason": STORE_UNAVAILABLE})),
+                    ))
+                }
+            }
+        })
     }
 }
 

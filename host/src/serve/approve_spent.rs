@@ -1,114 +1,100 @@
 //! Answers already used: a 2026-07-28 approval is good for one call, so the
 //! retry that carried it is recorded, and the same `requestState` coming back
-//! (replayed, or retried twice) is refused.
+//! (replayed, to this instance or another, or sent to two at once) is refused.
 //!
-//! The record is the question's 128-bit nonce (from inside the sealed state,
-//! so a client cannot choose it), kept until the question would have expired
-//! anyway:
-//! - on disk (`DIR/<nonce>`, an empty file created `O_EXCL` with mode 0600, its
-//!   modification time set to the expiry), so every instance that shares `DIR`
-//!   (the data dir's `approvals/`) refuses an answer another one used; creating
-//!   the file is the atomic "first use wins" across processes;
-//! - in memory when the server has no data dir (then only this process knows).
+//! The record is a claim on the question's 128-bit nonce (from inside the
+//! sealed state, so a client cannot choose it), kept until the question would
+//! have expired anyway (plus [`crate::CLOCK_SKEW`]):
+//! - in the shared output store when there is one (`serve --store DIR` or
+//!   `--store redis://…`, [`crate::OutputStore::claim`]): every instance
+//!   sharing it refuses an answer another one used, and of two racing on one
+//!   answer exactly one wins;
+//! - else in the data dir's `approvals/` (this machine's processes);
+//! - else in this process's memory.
 //!
-//! Expired records are removed as new ones are written (the directory at most
-//! once a minute). Only an answer to a question this server sealed makes a
-//! record, so there are at most as many as questions answered within one
-//! answer window (`serve --approval-timeout`).
+//! A record that cannot be made (the store is unreachable, unfit or full)
+//! refuses the answer: nothing runs. Only an answer to a question sealed with
+//! the key makes a record, so there are at most as many as questions answered
+//! within one answer window (`serve --approval-timeout`), and the store bounds
+//! them besides.
 
 use std::collections::HashMap;
-use std::io;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::PathBuf;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
-use crate::protect::hostfs;
+use crate::output::claims::ClaimDir;
+use crate::output::{Claim, OutputStore, StoreError};
 
-/// How often the directory is swept for expired records.
-const SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// Records in the data dir at most (the store's own bound applies there).
+const MAX_DIR_RECORDS: usize = 4096;
 
-/// Whether a nonce was fresh.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Use {
-    /// First use: recorded now.
-    First,
-    /// Used before.
-    Again,
+/// Why an answer could not be recorded as used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SpendError {
+    /// The nonce inside the state is not one this server makes.
+    #[error("the state's nonce is not 128 bits of hex")]
+    BadNonce,
+    /// The store of records failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
-/// The record of used answers.
-pub(crate) struct Spent {
-    dir: Option<PathBuf>,
-    memory: Mutex<HashMap<String, SystemTime>>,
-    /// When the directory was last swept (unix seconds).
-    swept: AtomicU64,
+/// Where used answers are recorded.
+pub(crate) enum Spent {
+    /// In the shared output store.
+    Store(Arc<OutputStore>),
+    /// In a directory of this machine.
+    Dir(ClaimDir),
+    /// In this process's memory: nonce → until when.
+    Memory(Mutex<HashMap<String, SystemTime>>),
 }
 
 impl Spent {
     /// Records in `dir` (created private when first needed), or in this
     /// process's memory when `None`.
     pub(crate) fn new(dir: Option<PathBuf>) -> Self {
-        Self { dir, memory: Mutex::new(HashMap::new()), swept: AtomicU64::new(0) }
+        match dir {
+            Some(dir) => Self::Dir(ClaimDir::new(dir, MAX_DIR_RECORDS)),
+            None => Self::Memory(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// Records in `outputs` when it is shared with other processes, else as [`Spent::new`].
+    pub(crate) fn for_store(outputs: &Arc<OutputStore>, dir: Option<PathBuf>) -> Self {
+        if outputs.is_shared() { Self::Store(outputs.clone()) } else { Self::new(dir) }
     }
 
     /// Record `nonce` (hex) as used until `until`; whether it was used before.
-    /// An error (the record could not be kept) must refuse the answer.
-    pub(crate) fn spend(&self, nonce: &str, until: SystemTime) -> io::Result<Use> {
+    /// An error (the record could not be made) must refuse the answer.
+    pub(crate) async fn spend(&self, nonce: &str, until: SystemTime) -> Result<Claim, SpendError> {
         if nonce.len() != 32 || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "not a 128-bit hex nonce"));
+            return Err(SpendError::BadNonce);
         }
-        let now = SystemTime::now();
-        match &self.dir {
-            None => {
-                let mut used = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        let name = format!("approval:{}", nonce.to_ascii_lowercase());
+        match self {
+            Self::Store(outputs) => match outputs.claim(&name, until).await {
+                Some(claimed) => Ok(claimed?),
+                None => Err(SpendError::Store(StoreError::Failed {
+                    store: outputs.location(),
+                    why: "it is not shared: it keeps no claims".into(),
+                })),
+            },
+            Self::Dir(dir) => dir.claim(&name, until).map_err(|e| {
+                SpendError::Store(StoreError::Failed {
+                    store: dir.dir().display().to_string(),
+                    why: e.to_string(),
+                })
+            }),
+            Self::Memory(used) => {
+                let now = SystemTime::now();
+                let mut used = used.lock().unwrap_or_else(|e| e.into_inner());
                 used.retain(|_, expiry| *expiry > now);
-                if used.contains_key(nonce) {
-                    return Ok(Use::Again);
+                if used.contains_key(&name) {
+                    return Ok(Claim::Again);
                 }
-                used.insert(nonce.to_string(), until);
-                Ok(Use::First)
-            }
-            Some(dir) => {
-                hostfs::create_private_dir(dir)?;
-                self.sweep(dir, now);
-                let created = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .custom_flags(libc::O_NOFOLLOW)
-                    .open(dir.join(nonce.to_ascii_lowercase()));
-                match created {
-                    Ok(file) => {
-                        // The expiry, for the sweep (a failure only keeps it longer).
-                        let _ = file.set_modified(until);
-                        Ok(Use::First)
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Use::Again),
-                    Err(e) => Err(e),
-                }
-            }
-        }
-    }
-
-    /// Remove the records in `dir` that expired, when the last sweep is more
-    /// than [`SWEEP_EVERY`] ago (one process at a time does it).
-    fn sweep(&self, dir: &std::path::Path, now: SystemTime) {
-        let secs = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-        let last = self.swept.load(Ordering::Relaxed);
-        if secs < last + SWEEP_EVERY.as_secs()
-            || self.swept.compare_exchange(last, secs, Ordering::Relaxed, Ordering::Relaxed).is_err()
-        {
-            return;
-        }
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        for entry in entries.flatten() {
-            // Not followed: a planted link's own time is read, and unlinking it
-            // leaves its target alone.
-            let expired = entry.metadata().and_then(|meta| meta.modified()).is_ok_and(|expiry| expiry <= now);
-            if expired {
-                let _ = std::fs::remove_file(entry.path());
+                used.insert(name, until + crate::CLOCK_SKEW);
+                Ok(Claim::First)
             }
         }
     }
@@ -116,46 +102,42 @@ impl Spent {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     const NONCE: &str = "00112233445566778899aabbccddeeff";
 
-    #[test]
-    fn a_nonce_is_used_once_on_disk_and_in_memory() {
+    #[tokio::test]
+    async fn a_nonce_is_used_once_in_the_store_on_disk_and_in_memory() {
         let dir = tempfile::tempdir().unwrap();
         let later = SystemTime::now() + Duration::from_secs(60);
-        for spent in [Spent::new(Some(dir.path().join("approvals"))), Spent::new(None)] {
-            assert_eq!(spent.spend(NONCE, later).unwrap(), Use::First);
-            assert_eq!(spent.spend(NONCE, later).unwrap(), Use::Again);
-            assert_eq!(spent.spend(&NONCE.replace('0', "1"), later).unwrap(), Use::First);
+        let store = Arc::new(OutputStore::on_disk(&dir.path().join("outputs"), 1000).unwrap());
+        let memory = Arc::new(OutputStore::new(1000));
+        for spent in [
+            Spent::for_store(&store, None),
+            Spent::new(Some(dir.path().join("approvals"))),
+            Spent::for_store(&memory, None),
+        ] {
+            assert_eq!(spent.spend(NONCE, later).await.unwrap(), Claim::First);
+            assert_eq!(spent.spend(NONCE, later).await.unwrap(), Claim::Again);
+            assert_eq!(spent.spend(&NONCE.replace('0', "1"), later).await.unwrap(), Claim::First);
             for bad in ["", "../../etc/passwd", "0011", &"g".repeat(32)] {
-                assert!(spent.spend(bad, later).is_err(), "{bad:?}");
+                assert!(matches!(spent.spend(bad, later).await, Err(SpendError::BadNonce)), "{bad:?}");
             }
         }
-        // Another process sharing the directory sees the record.
-        let other = Spent::new(Some(dir.path().join("approvals")));
-        assert_eq!(other.spend(NONCE, later).unwrap(), Use::Again);
-        use std::os::unix::fs::MetadataExt as _;
-        let meta = std::fs::metadata(dir.path().join("approvals").join(NONCE)).unwrap();
-        assert_eq!(meta.mode() & 0o777, 0o600);
+        // Another process sharing the store sees the record.
+        let other = Arc::new(OutputStore::on_disk(&dir.path().join("outputs"), 1000).unwrap());
+        assert_eq!(Spent::for_store(&other, None).spend(NONCE, later).await.unwrap(), Claim::Again);
+        assert!(matches!(Spent::for_store(&memory, None), Spent::Memory(_)));
     }
 
-    #[test]
-    fn expired_records_are_swept() {
-        let dir = tempfile::tempdir().unwrap();
-        let spent = Spent::new(Some(dir.path().to_path_buf()));
-        let past = SystemTime::now() - Duration::from_secs(1);
-        assert_eq!(spent.spend(NONCE, past).unwrap(), Use::First);
-        let count = || std::fs::read_dir(dir.path()).unwrap().count();
-        assert_eq!(count(), 1);
-        // The next write sweeps (the last sweep was long ago).
-        spent.swept.store(0, Ordering::Relaxed);
-        let later = SystemTime::now() + Duration::from_secs(60);
-        assert_eq!(spent.spend(&NONCE.replace('0', "2"), later).unwrap(), Use::First);
-        assert_eq!(count(), 1, "the expired record went");
-        // In memory too.
+    #[tokio::test]
+    async fn expired_records_are_forgotten_in_memory() {
         let memory = Spent::new(None);
-        assert_eq!(memory.spend(NONCE, past).unwrap(), Use::First);
-        assert_eq!(memory.spend(NONCE, later).unwrap(), Use::First, "an expired record is gone");
+        let past = SystemTime::now() - crate::CLOCK_SKEW - Duration::from_secs(1);
+        assert_eq!(memory.spend(NONCE, past).await.unwrap(), Claim::First);
+        let later = SystemTime::now() + Duration::from_secs(60);
+        assert_eq!(memory.spend(NONCE, later).await.unwrap(), Claim::First, "an expired record is gone");
     }
 }
