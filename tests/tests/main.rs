@@ -35,6 +35,7 @@ mod policy_cli;
 mod policy_trust;
 mod read_output;
 mod redis_store;
+mod refusals;
 mod scale_out;
 mod typed_exports;
 mod wasi_config;

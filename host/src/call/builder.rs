@@ -255,7 +255,11 @@ impl HostBuilder {
     }
 
     /// Create the engine, load every plugin, register their tools.
-    pub async fn build(self) -> Result<Host, LoadError> {
+    pub async fn build(mut self) -> Result<Host, LoadError> {
+        // The policy's `[network] allow-private = true` is `--allow-private-network`.
+        if self.policy.as_ref().is_some_and(|p| p.allow_private_network == Some(true)) {
+            self.network.allow_private = true;
+        }
         let network = &self.network;
         if network.allow_private {
             tracing::warn!(

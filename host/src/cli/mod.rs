@@ -2,6 +2,7 @@
 
 mod approve;
 mod commands;
+mod entry_diff;
 mod journal;
 mod new;
 mod plugins;
