@@ -3,6 +3,7 @@
 //! compiled and linked once rather than once per file. Run one file's tests
 //! with `cargo test --release -p toolhost-tests --test e2e MODULE::`.
 
+mod agents;
 mod batch;
 mod bounds;
 mod builtins;

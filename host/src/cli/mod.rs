@@ -4,6 +4,7 @@ mod approve;
 mod commands;
 mod entry_diff;
 mod journal;
+mod mcp_config;
 mod new;
 mod plugins;
 mod publish;
@@ -141,6 +142,10 @@ enum Command {
     /// something, and how each ended; a call that began and never settled (the host
     /// died mid-call) is INDETERMINATE.
     Journal(journal::JournalArgs),
+    /// Print the configuration an agent needs to use this binary as its MCP server:
+    /// toolhost mcp-config claude-code|codex|cursor|vscode|claude-desktop|zed
+    /// [--http URL --token-file F] (docs/agents.md).
+    McpConfig(mcp_config::McpConfigArgs),
 }
 
 /// How to build the host: where tools work, which plugins, which limits.
@@ -491,6 +496,7 @@ pub(crate) fn main() -> ExitCode {
                 commands::restore(&host, &artifact, path.as_deref()).await
             }
             Command::Journal(args) => journal::run(&args),
+            Command::McpConfig(args) => mcp_config::run(&args),
         }
     });
     match outcome {
