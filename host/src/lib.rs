@@ -56,7 +56,8 @@ pub use engine::{Engine, EngineSettings};
 pub use error::{CallError, LoadError, PolicyError, codes};
 pub use hooks::HookNote;
 pub use imports::exec::{
-    ChildLimits, ExecGrant, ExecRuntime, ExecSettings, ProcessInfo, ProcessState, SYSTEM_PATH,
+    ChildLimits, ExecGrant, ExecRuntime, ExecSettings, FeatureCheck, LANDLOCK_ABI_NEEDED, ProcessInfo,
+    ProcessState, SYSTEM_PATH, SandboxFeature, SandboxProbe,
 };
 pub use imports::fetch::{
     Connect, Connector, FetchClient, FetchError, FetchLimits, FetchRequest, FetchResponse, HostPattern,

@@ -9,6 +9,7 @@ mod bounds;
 mod builtins;
 mod cli;
 mod conformance;
+mod doctor;
 mod examples;
 mod exec;
 mod exec_escape;

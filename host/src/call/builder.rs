@@ -64,6 +64,7 @@ pub struct HostBuilder {
     stub_sockets: bool,
     host_env: Option<Vec<(String, String)>>,
     exec: Option<ExecSettings>,
+    sandbox_unavailable: Vec<crate::SandboxFeature>,
     builtin_exec: Option<ExecGrant>,
     plugin_exec: ExecGrant,
     data_dir: Option<PathBuf>,
@@ -240,6 +241,14 @@ impl HostBuilder {
         self
     }
 
+    /// Treat these sandbox features as missing, on top of the exec settings'
+    /// [`ExecSettings::unavailable`]: exec then refuses (`sandbox_unavailable`) as on a
+    /// machine without them. Only ever takes features away.
+    pub fn sandbox_unavailable(mut self, features: impl IntoIterator<Item = crate::SandboxFeature>) -> Self {
+        self.sandbox_unavailable.extend(features);
+        self
+    }
+
     /// What the builtin tools (`terminal`, `git`) may run, over the policy's
     /// `[builtins] exec` (default: `git` and the shell profile).
     pub fn builtin_exec(mut self, grant: ExecGrant) -> Self {
@@ -281,7 +290,8 @@ impl HostBuilder {
         let linker = crate::sandbox::linker(engine.wasmtime())?;
 
         let policy = self.policy.clone().unwrap_or_default();
-        let settings = self.exec.clone().unwrap_or_else(|| policy.exec.clone());
+        let mut settings = self.exec.clone().unwrap_or_else(|| policy.exec.clone());
+        settings.unavailable.extend(self.sandbox_unavailable.iter().copied());
         let search = settings.search_path();
         let exec = Arc::new(ExecRuntime::new(settings, work_dir.clone()));
 

@@ -2,6 +2,8 @@
 
 mod approve;
 mod commands;
+mod doctor;
+mod doctor_text;
 mod entry_diff;
 mod journal;
 mod mcp_config;
@@ -146,6 +148,17 @@ enum Command {
     /// toolhost mcp-config claude-code|codex|cursor|vscode|claude-desktop|zed
     /// [--http URL --token-file F] (docs/agents.md).
     McpConfig(mcp_config::McpConfigArgs),
+    /// What this machine supports and what follows: the kernel, Landlock, user
+    /// namespaces, seccomp, the pids cgroup, the cache and data dirs, the policy and
+    /// its trust, and which tools will work or refuse and why. Exits 1 when something
+    /// the current policy needs is missing.
+    Doctor {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// How to build the host: where tools work, which plugins, which limits.
@@ -412,6 +425,7 @@ impl HostArgs {
             .network(network)
             .policy(policy)
             .stub_sockets(self.stub_sockets)
+            .sandbox_unavailable(doctor::sandbox_without()?)
             .journal(journal)
             .plugin_exec(toolhost::ExecGrant {
                 programs: self.allow_programs.clone(),
@@ -497,6 +511,7 @@ pub(crate) fn main() -> ExitCode {
             }
             Command::Journal(args) => journal::run(&args),
             Command::McpConfig(args) => mcp_config::run(&args),
+            Command::Doctor { host, json } => doctor::run(&host, json).await,
         }
     });
     match outcome {
