@@ -52,6 +52,7 @@ pub use call::builder::HostBuilder;
 pub use call::executor::{ToolCall, ToolResult};
 pub use call::host::Host;
 pub use dirs::default_data_dir;
+pub use engine::progress::{Progress, ProgressStep};
 pub use engine::{Engine, EngineSettings};
 pub use error::{CallError, LoadError, PolicyError, codes};
 pub use hooks::HookNote;

@@ -39,6 +39,7 @@ mod read_output;
 mod redis_store;
 mod refusals;
 mod scale_out;
+mod terminal_ui;
 mod typed_exports;
 mod wasi_config;
 mod wasi_escape;

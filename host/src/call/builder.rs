@@ -65,6 +65,7 @@ pub struct HostBuilder {
     host_env: Option<Vec<(String, String)>>,
     exec: Option<ExecSettings>,
     sandbox_unavailable: Vec<crate::SandboxFeature>,
+    progress: Option<Arc<dyn crate::Progress>>,
     builtin_exec: Option<ExecGrant>,
     plugin_exec: ExecGrant,
     data_dir: Option<PathBuf>,
@@ -249,6 +250,13 @@ impl HostBuilder {
         self
     }
 
+    /// Tell `progress` about slow steps: compiling a component the compile cache does
+    /// not hold, pulling one from a registry (none by default).
+    pub fn progress(mut self, progress: Arc<dyn crate::Progress>) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
     /// What the builtin tools (`terminal`, `git`) may run, over the policy's
     /// `[builtins] exec` (default: `git` and the shell profile).
     pub fn builtin_exec(mut self, grant: ExecGrant) -> Self {
@@ -286,7 +294,10 @@ impl HostBuilder {
             .transpose()?;
 
         let slots = Semaphore::new(self.engine.max_concurrent_calls.max(1) as usize);
-        let engine = Engine::new(&self.engine)?;
+        let mut engine = Engine::new(&self.engine)?;
+        if let Some(progress) = &self.progress {
+            engine = engine.with_progress(progress.clone());
+        }
         let linker = crate::sandbox::linker(engine.wasmtime())?;
 
         let policy = self.policy.clone().unwrap_or_default();
@@ -486,6 +497,7 @@ impl HostBuilder {
         })?);
         let settings = crate::oci::RegistrySettings {
             plain_http: entry.plain_http,
+            progress: self.progress.clone(),
             ..crate::oci::RegistrySettings::from_env()
         };
         match &entry.source {

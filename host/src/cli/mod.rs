@@ -6,9 +6,11 @@ mod doctor;
 mod doctor_text;
 mod entry_diff;
 mod journal;
+mod list;
 mod mcp_config;
 mod new;
 mod plugins;
+mod progress;
 mod publish;
 mod registry;
 mod remote;
@@ -32,13 +34,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List the available tools.
+    /// List the available tools: one line each (name, kind, what it does).
     List {
         #[command(flatten)]
         host: HostArgs,
         /// Print JSON: tools (with schemas), plugins, limits.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "long")]
         json: bool,
+        /// Show each tool whole: where it comes from, what it may do, its
+        /// description and arguments.
+        #[arg(long)]
+        long: bool,
     },
     /// Call one tool: toolhost call NAME 'ARGS_JSON'.
     Call {
@@ -403,11 +409,15 @@ impl HostArgs {
         Ok(overrides.apply(&Limits::default()))
     }
 
-    /// Build the host; `interactive`: ask on the terminal (when there is one) for calls
+    /// Build the host, with progress on a terminal; `interactive`: ask on the terminal (when there is one) for calls
     /// the permissions leave open, instead of denying them; `journal`: it runs calls, so
     /// it journals them (in the data dir).
     pub(crate) async fn build(&self, interactive: bool, journal: bool) -> anyhow::Result<Host> {
-        Ok(self.builder(interactive, journal)?.build().await?)
+        let mut builder = self.builder(interactive, journal)?;
+        if let Some(progress) = progress::if_terminal() {
+            builder = builder.progress(progress);
+        }
+        Ok(builder.build().await?)
     }
 
     /// The builder [`HostArgs::build`] builds.
@@ -479,7 +489,7 @@ pub(crate) fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(async {
         match cli.command {
-            Command::List { host, json } => commands::list(&host, json).await,
+            Command::List { host, json, long } => commands::list(&host, json, long).await,
             Command::Call { name, args, host, json } => {
                 commands::call(&host, &name, args.as_deref(), json).await
             }

@@ -179,7 +179,10 @@ pub(crate) async fn examine(
     args: &EntryArgs,
 ) -> anyhow::Result<(Inspection, PluginEntryDraft)> {
     let name = args.entry_name(&candidate.stem)?;
-    let engine = Engine::new(&EngineSettings::default())?;
+    let mut engine = Engine::new(&EngineSettings::default())?;
+    if let Some(progress) = super::progress::if_terminal() {
+        engine = engine.with_progress(progress);
+    }
     // The grants are known before the component is looked at, but for the two the
     // entry takes from what it asks for, neither of which decides whether it loads:
     // `filesystem` is a per-call preopen, not an import check, and the entry stubs
