@@ -52,11 +52,13 @@ pub use call::builder::HostBuilder;
 pub use call::executor::{ToolCall, ToolResult};
 pub use call::host::Host;
 pub use dirs::{default_config_dir, default_data_dir, reached_through};
+pub use engine::progress::{Progress, ProgressStep};
 pub use engine::{Engine, EngineSettings};
 pub use error::{CallError, LoadError, PolicyError, codes};
 pub use hooks::HookNote;
 pub use imports::exec::{
-    ChildLimits, ExecGrant, ExecRuntime, ExecSettings, ProcessInfo, ProcessState, SYSTEM_PATH,
+    ChildLimits, ExecGrant, ExecRuntime, ExecSettings, FeatureCheck, LANDLOCK_ABI_NEEDED, ProcessInfo,
+    ProcessState, SYSTEM_PATH, SandboxFeature, SandboxProbe,
 };
 pub use imports::fetch::{
     Connect, Connector, FetchClient, FetchError, FetchLimits, FetchRequest, FetchResponse, HostPattern,

@@ -3,12 +3,14 @@
 //! compiled and linked once rather than once per file. Run one file's tests
 //! with `cargo test --release -p toolhost-tests --test e2e MODULE::`.
 
+mod agents;
 mod approvals_shared;
 mod batch;
 mod bounds;
 mod builtins;
 mod cli;
 mod conformance;
+mod doctor;
 mod examples;
 mod exec;
 mod exec_escape;
@@ -38,8 +40,10 @@ mod policy_cli;
 mod policy_trust;
 mod read_output;
 mod redis_store;
+mod refusals;
 mod scale_out;
 mod secrets_outside;
+mod terminal_ui;
 mod typed_exports;
 mod wasi_config;
 mod wasi_escape;

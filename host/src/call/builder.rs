@@ -64,6 +64,8 @@ pub struct HostBuilder {
     stub_sockets: bool,
     host_env: Option<Vec<(String, String)>>,
     exec: Option<ExecSettings>,
+    sandbox_unavailable: Vec<crate::SandboxFeature>,
+    progress: Option<Arc<dyn crate::Progress>>,
     builtin_exec: Option<ExecGrant>,
     plugin_exec: ExecGrant,
     data_dir: Option<PathBuf>,
@@ -240,6 +242,21 @@ impl HostBuilder {
         self
     }
 
+    /// Treat these sandbox features as missing, on top of the exec settings'
+    /// [`ExecSettings::unavailable`]: exec then refuses (`sandbox_unavailable`) as on a
+    /// machine without them. Only ever takes features away.
+    pub fn sandbox_unavailable(mut self, features: impl IntoIterator<Item = crate::SandboxFeature>) -> Self {
+        self.sandbox_unavailable.extend(features);
+        self
+    }
+
+    /// Tell `progress` about slow steps: compiling a component the compile cache does
+    /// not hold, pulling one from a registry (none by default).
+    pub fn progress(mut self, progress: Arc<dyn crate::Progress>) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
     /// What the builtin tools (`terminal`, `git`) may run, over the policy's
     /// `[builtins] exec` (default: `git` and the shell profile).
     pub fn builtin_exec(mut self, grant: ExecGrant) -> Self {
@@ -255,7 +272,11 @@ impl HostBuilder {
     }
 
     /// Create the engine, load every plugin, register their tools.
-    pub async fn build(self) -> Result<Host, LoadError> {
+    pub async fn build(mut self) -> Result<Host, LoadError> {
+        // The policy's `[network] allow-private = true` is `--allow-private-network`.
+        if self.policy.as_ref().is_some_and(|p| p.allow_private_network == Some(true)) {
+            self.network.allow_private = true;
+        }
         let network = &self.network;
         if network.allow_private {
             tracing::warn!(
@@ -273,11 +294,15 @@ impl HostBuilder {
             .transpose()?;
 
         let slots = Semaphore::new(self.engine.max_concurrent_calls.max(1) as usize);
-        let engine = Engine::new(&self.engine)?;
+        let mut engine = Engine::new(&self.engine)?;
+        if let Some(progress) = &self.progress {
+            engine = engine.with_progress(progress.clone());
+        }
         let linker = crate::sandbox::linker(engine.wasmtime())?;
 
         let policy = self.policy.clone().unwrap_or_default();
-        let settings = self.exec.clone().unwrap_or_else(|| policy.exec.clone());
+        let mut settings = self.exec.clone().unwrap_or_else(|| policy.exec.clone());
+        settings.unavailable.extend(self.sandbox_unavailable.iter().copied());
         let search = settings.search_path();
         let exec = Arc::new(ExecRuntime::new(settings, work_dir.clone()));
 
@@ -472,6 +497,7 @@ impl HostBuilder {
         })?);
         let settings = crate::oci::RegistrySettings {
             plain_http: entry.plain_http,
+            progress: self.progress.clone(),
             ..crate::oci::RegistrySettings::from_env()
         };
         match &entry.source {

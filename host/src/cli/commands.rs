@@ -11,7 +11,7 @@ use toolhost::ToolCall;
 use super::HostArgs;
 
 /// `toolhost list`
-pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitCode> {
+pub(crate) async fn list(args: &HostArgs, as_json: bool, long: bool) -> anyhow::Result<ExitCode> {
     let host = args.build(false, false).await?;
     // The MCP servers' tools are known once they run.
     for (server, error) in host.start_servers().await {
@@ -73,17 +73,9 @@ pub(crate) async fn list(args: &HostArgs, as_json: bool) -> anyhow::Result<ExitC
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
-        let width = host.registry().iter().map(|t| t.spec().name.len()).max().unwrap_or(0);
-        for tool in host.registry().iter() {
-            let spec = tool.spec();
-            let flags = match (spec.read_only, spec.destructive) {
-                (true, _) => "read-only  ",
-                (false, true) => "destructive",
-                (false, false) => "writes     ",
-            };
-            let summary = spec.description.lines().next().unwrap_or("");
-            writeln!(out, "{:width$}  {flags}  {summary}", spec.name)?;
-        }
+        let registry = host.registry();
+        let tools: Vec<&toolhost::Tool> = registry.iter().map(|t| &**t).collect();
+        if long { super::list::long(&mut out, &tools)? } else { super::list::short(&mut out, &tools)? }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,10 +2,16 @@
 
 mod approve;
 mod commands;
+mod doctor;
+mod doctor_text;
+mod entry_diff;
 mod journal;
+mod list;
+mod mcp_config;
 mod new;
 mod outside;
 mod plugins;
+mod progress;
 mod publish;
 mod registry;
 mod remote;
@@ -29,13 +35,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List the available tools.
+    /// List the available tools: one line each (name, kind, what it does).
     List {
         #[command(flatten)]
         host: HostArgs,
         /// Print JSON: tools (with schemas), plugins, limits.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "long")]
         json: bool,
+        /// Show each tool whole: where it comes from, what it may do, its
+        /// description and arguments.
+        #[arg(long)]
+        long: bool,
     },
     /// Call one tool: toolhost call NAME 'ARGS_JSON'.
     Call {
@@ -141,6 +151,21 @@ enum Command {
     /// something, and how each ended; a call that began and never settled (the host
     /// died mid-call) is INDETERMINATE.
     Journal(journal::JournalArgs),
+    /// Print the configuration an agent needs to use this binary as its MCP server:
+    /// toolhost mcp-config claude-code|codex|cursor|vscode|claude-desktop|zed
+    /// [--http URL --token-file F] (docs/agents.md).
+    McpConfig(mcp_config::McpConfigArgs),
+    /// What this machine supports and what follows: the kernel, Landlock, user
+    /// namespaces, seccomp, the pids cgroup, the cache and data dirs, the policy and
+    /// its trust, and which tools will work or refuse and why. Exits 1 when something
+    /// the current policy needs is missing.
+    Doctor {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// How to build the host: where tools work, which plugins, which limits.
@@ -453,11 +478,15 @@ impl HostArgs {
         Ok(overrides.apply(&Limits::default()))
     }
 
-    /// Build the host; `interactive`: ask on the terminal (when there is one) for calls
+    /// Build the host, with progress on a terminal; `interactive`: ask on the terminal (when there is one) for calls
     /// the permissions leave open, instead of denying them; `journal`: it runs calls, so
     /// it journals them (in the data dir).
     pub(crate) async fn build(&self, interactive: bool, journal: bool) -> anyhow::Result<Host> {
-        Ok(self.builder(interactive, journal)?.build().await?)
+        let mut builder = self.builder(interactive, journal)?;
+        if let Some(progress) = progress::if_terminal() {
+            builder = builder.progress(progress);
+        }
+        Ok(builder.build().await?)
     }
 
     /// The builder [`HostArgs::build`] builds.
@@ -476,6 +505,7 @@ impl HostArgs {
             .network(network)
             .policy(policy)
             .stub_sockets(self.stub_sockets)
+            .sandbox_unavailable(doctor::sandbox_without()?)
             .journal(journal)
             .plugin_exec(toolhost::ExecGrant {
                 programs: self.allow_programs.clone(),
@@ -529,7 +559,7 @@ pub(crate) fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(async {
         match cli.command {
-            Command::List { host, json } => commands::list(&host, json).await,
+            Command::List { host, json, long } => commands::list(&host, json, long).await,
             Command::Call { name, args, host, json } => {
                 commands::call(&host, &name, args.as_deref(), json).await
             }
@@ -560,6 +590,8 @@ pub(crate) fn main() -> ExitCode {
                 commands::restore(&host, &artifact, path.as_deref()).await
             }
             Command::Journal(args) => journal::run(&args),
+            Command::McpConfig(args) => mcp_config::run(&args),
+            Command::Doctor { host, json } => doctor::run(&host, json).await,
         }
     });
     match outcome {

@@ -106,17 +106,13 @@ impl EntryArgs {
     }
 
     /// How the entry names the component file `file`: relative to the policy file's
-    /// dir when inside it.
+    /// dir (with `..` when outside it), absolute when they share only `/`.
     pub(crate) fn file_source(&self, file: &Path) -> anyhow::Result<String> {
         let policy = self.policy_path();
         let dir = policy.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let file = file.canonicalize().with_context(|| format!("{}", file.display()))?;
-        let source =
-            match dir.canonicalize().ok().and_then(|d| file.strip_prefix(d).ok().map(Path::to_path_buf)) {
-                Some(rel) => rel,
-                None => file.clone(),
-            };
-        Ok(source.to_string_lossy().into_owned())
+        let relative = dir.canonicalize().ok().and_then(|d| super::entry_diff::relative_to(&d, &file));
+        Ok(relative.unwrap_or(file).to_string_lossy().into_owned())
     }
 
     /// The entry `name` for the component `candidate`, from these flags and what it asks for.
@@ -183,7 +179,10 @@ pub(crate) async fn examine(
     args: &EntryArgs,
 ) -> anyhow::Result<(Inspection, PluginEntryDraft)> {
     let name = args.entry_name(&candidate.stem)?;
-    let engine = Engine::new(&EngineSettings::default())?;
+    let mut engine = Engine::new(&EngineSettings::default())?;
+    if let Some(progress) = super::progress::if_terminal() {
+        engine = engine.with_progress(progress);
+    }
     // The grants are known before the component is looked at, but for the two the
     // entry takes from what it asks for, neither of which decides whether it loads:
     // `filesystem` is a per-call preopen, not an import check, and the entry stubs
@@ -344,8 +343,16 @@ pub(crate) fn write_entry(
 ) -> anyhow::Result<()> {
     let path = args.policy_path();
     let config = super::trust::before_rewrite(&path, &args.work_dir)?;
+    let before = super::entry_diff::entry_text(&path, &draft.name);
     toolhost::policy::write_plugin_entry(&path, draft)?;
     super::trust::after_rewrite(&path, config.as_ref())?;
-    writeln!(out, "added plugins.{} to {} (and trusted it as it is now)", draft.name, path.display())?;
+    let Some(before) = before else {
+        writeln!(out, "added plugins.{} to {} (and trusted it as it is now)", draft.name, path.display())?;
+        return Ok(());
+    };
+    let after = super::entry_diff::entry_text(&path, &draft.name).unwrap_or_default();
+    writeln!(out, "replaced plugins.{} in {}:", draft.name, path.display())?;
+    write!(out, "{}", super::entry_diff::line_diff(&before, &after))?;
+    writeln!(out, "(and trusted the file as it is now)")?;
     Ok(())
 }

@@ -36,7 +36,11 @@ pub(crate) struct RegistryArgs {
 impl RegistryArgs {
     /// The transport settings these flags give.
     pub(crate) fn settings(&self) -> RegistrySettings {
-        let mut settings = RegistrySettings { plain_http: self.plain_http, ..RegistrySettings::from_env() };
+        let mut settings = RegistrySettings {
+            plain_http: self.plain_http,
+            progress: super::progress::if_terminal(),
+            ..RegistrySettings::from_env()
+        };
         if let Some(ms) = self.registry_timeout_ms {
             settings.read_timeout = Duration::from_millis(ms.max(1));
             settings.connect_timeout = settings.connect_timeout.min(settings.read_timeout);

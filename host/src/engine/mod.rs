@@ -16,6 +16,7 @@ use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig};
 
 mod cache;
 mod config;
+pub(crate) mod progress;
 
 use crate::error::LoadError;
 use cache::CompileCache;
@@ -59,6 +60,7 @@ impl Default for EngineSettings {
 pub struct Engine {
     inner: wasmtime::Engine,
     cache: Option<CompileCache>,
+    progress: Option<std::sync::Arc<dyn progress::Progress>>,
 }
 
 impl Engine {
@@ -93,7 +95,13 @@ impl Engine {
         spawn_epoch_ticker(&inner);
 
         let cache = settings.cache_dir.clone().map(|dir| CompileCache::new(dir, cache_salt(&inner)));
-        Ok(Self { inner, cache })
+        Ok(Self { inner, cache, progress: None })
+    }
+
+    /// This engine, telling `progress` when it compiles a component.
+    pub fn with_progress(mut self, progress: std::sync::Arc<dyn progress::Progress>) -> Self {
+        self.progress = Some(progress);
+        self
     }
 
     /// The wasmtime engine.
@@ -104,12 +112,25 @@ impl Engine {
     /// Compile `bytes` (whose sha256 is `sha256`), or load the artifact a
     /// previous run cached for the same engine settings and bytes.
     pub fn component(&self, bytes: &[u8], sha256: &str) -> Result<LoadedComponent, LoadError> {
+        self.component_named(sha256.get(..12).unwrap_or(sha256), bytes, sha256)
+    }
+
+    /// [`Engine::component`], naming the component `name` in progress reports.
+    pub fn component_named(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        sha256: &str,
+    ) -> Result<LoadedComponent, LoadError> {
         if let Some(cache) = &self.cache
             && let Some(component) = cache.load(&self.inner, sha256)
         {
             return Ok(LoadedComponent { component, from_cache: true });
         }
-        let component = Component::new(&self.inner, bytes).map_err(LoadError::compile)?;
+        let step = progress::start(self.progress.as_ref(), &format!("compiling {name}"), None);
+        let component = Component::new(&self.inner, bytes).map_err(LoadError::compile);
+        drop(step);
+        let component = component?;
         if let Some(cache) = &self.cache {
             cache.store(sha256, &component);
         }
@@ -155,7 +176,7 @@ impl Engine {
                 }
             }
         }
-        self.component(bytes, sha256)
+        self.component_named(sha256.get(..12).unwrap_or(sha256), bytes, sha256)
     }
 }
 

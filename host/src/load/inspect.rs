@@ -60,7 +60,7 @@ pub(crate) async fn inspect(
     grants: &PluginGrants,
 ) -> Result<Inspection, LoadError> {
     let sha256 = hex::encode(Sha256::digest(bytes));
-    let loaded = engine.component(bytes, &sha256)?;
+    let loaded = engine.component_named(name, bytes, &sha256)?;
     let imports = imports_of(engine.wasmtime(), &loaded.component);
     let mut exports: Vec<String> = loaded
         .component

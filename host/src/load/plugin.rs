@@ -74,7 +74,7 @@ impl Plugin {
     ) -> Result<Self, LoadError> {
         let sha256 = hex::encode(Sha256::digest(bytes));
         check_identity(name, &sha256, grants)?;
-        let loaded = engine.component(bytes, &sha256)?;
+        let loaded = engine.component_named(name, bytes, &sha256)?;
         Self::from_component(engine, linker, name, bytes, sha256, loaded, grants).await
     }
 

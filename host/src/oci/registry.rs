@@ -12,7 +12,7 @@ use url::Url;
 use super::OciError;
 use super::auth::{Challenge, Credentials, TokenAnswer, bearer_header, parse_challenges};
 use super::reference::OciRef;
-use super::transport::{RegistrySettings, Request, Transport, read_bounded};
+use super::transport::{RegistrySettings, Request, Transport, read_bounded, read_bounded_told};
 
 /// The manifest types asked for (an index is recognised only to be refused).
 pub(crate) const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, \
@@ -227,7 +227,12 @@ impl RegistryClient {
             return Err(status_error(&url, status));
         }
         // One byte past the declared size shows a longer blob without reading it all.
-        let bytes = match read_bounded(response, size + 1, what).await {
+        let step = crate::engine::progress::start(
+            self.settings().progress.as_ref(),
+            &format!("pulling {what}"),
+            Some(size),
+        );
+        let bytes = match read_bounded_told(response, size + 1, what, step.as_deref()).await {
             Err(OciError::TooLarge(_)) => {
                 return Err(OciError::DigestMismatch(format!(
                     "{what} {digest}: longer than the {size} bytes declared"

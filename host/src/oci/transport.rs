@@ -58,6 +58,8 @@ pub struct RegistrySettings {
     /// A PEM file of root CAs trusted in addition to the webpki roots (`None` by
     /// default; [`RegistrySettings::from_env`] takes `TOOLHOST_REGISTRY_CA_FILE`).
     pub extra_ca_file: Option<PathBuf>,
+    /// Told how a component layer's download goes (none by default).
+    pub progress: Option<Arc<dyn crate::engine::progress::Progress>>,
 }
 
 /// The default largest layer: 200 MiB.
@@ -78,6 +80,7 @@ impl Default for RegistrySettings {
             max_redirects: 5,
             resolver: Arc::new(SystemResolver),
             extra_ca_file: None,
+            progress: None,
         }
     }
 }
@@ -255,10 +258,16 @@ impl Transport {
 
 /// Read at most `limit` bytes of `response`'s body: a declared length over it is
 /// refused before anything is read, a body that grows past it as soon as it does.
-pub(crate) async fn read_bounded(
+pub(crate) async fn read_bounded(response: Response, limit: u64, what: &str) -> Result<Vec<u8>, OciError> {
+    read_bounded_told(response, limit, what, None).await
+}
+
+/// [`read_bounded`], telling `step` of each chunk read.
+pub(crate) async fn read_bounded_told(
     mut response: Response,
     limit: u64,
     what: &str,
+    step: Option<&dyn crate::engine::progress::ProgressStep>,
 ) -> Result<Vec<u8>, OciError> {
     let too_large =
         |n: u64| OciError::TooLarge(format!("{what} is {n} bytes or more; at most {limit} are read"));
@@ -274,6 +283,9 @@ pub(crate) async fn read_bounded(
             return Err(too_large((body.len() + chunk.len()) as u64));
         }
         body.extend_from_slice(&chunk);
+        if let Some(step) = step {
+            step.advance(chunk.len() as u64);
+        }
     }
     Ok(body)
 }

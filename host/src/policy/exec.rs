@@ -172,6 +172,7 @@ impl RawExec {
             path: self.path.iter().map(|p| base.join(p)).collect(),
             read_dirs: self.read_dirs.iter().map(|p| base.join(p)).collect(),
             cgroup_parent: None,
+            unavailable: Vec::new(),
             limits: ChildLimits {
                 cpu_seconds: l.cpu_seconds.unwrap_or(defaults.cpu_seconds),
                 memory_bytes: mib_bytes(l.memory_mib.as_ref(), "memory-mib")?

@@ -32,6 +32,14 @@ struct RawPolicy {
     trust: Option<super::remote::RawTrust>,
     #[serde(default)]
     servers: BTreeMap<Spanned<String>, super::servers::RawServer>,
+    network: Option<RawNetwork>,
+}
+
+/// `[network]`: what `--allow-private-network` says on the command line.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawNetwork {
+    allow_private: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -211,6 +219,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         safe_commands: raw.permissions.safe_commands,
         require_fresh: raw.permissions.require_fresh,
         follow_links: raw.permissions.follow_links,
+        allow_private_network: raw.network.and_then(|n| n.allow_private),
         allow,
         deny,
         protected,

@@ -204,6 +204,9 @@ pub struct Policy {
     /// `follow-links`, when the file sets it (unset: off): the file tools write
     /// through symlinks that stay inside the work dir instead of refusing them.
     pub follow_links: Option<bool>,
+    /// `[network] allow-private`, when the file sets it (unset: off): tools may reach
+    /// private, loopback and link-local addresses, as with `--allow-private-network`.
+    pub allow_private_network: Option<bool>,
     /// Allow rules.
     pub allow: Vec<Rule>,
     /// Deny rules.

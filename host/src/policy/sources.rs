@@ -82,6 +82,9 @@ impl Policy {
         if self.follow_links == Some(true) {
             widens.push("follow-links = true (the file tools write through symlinks)".into());
         }
+        if self.allow_private_network == Some(true) {
+            widens.push("[network] allow-private = true (tools reach private and loopback addresses)".into());
+        }
         if !self.allow.is_empty() {
             let rules: Vec<&str> = self.allow.iter().map(|r| r.as_str()).collect();
             widens.push(format!("allow rules ({})", rules.join(", ")));
@@ -144,6 +147,9 @@ impl Policy {
         }
         if private.follow_links.is_some() {
             self.follow_links = private.follow_links;
+        }
+        if private.allow_private_network.is_some() {
+            self.allow_private_network = private.allow_private_network;
         }
         if private.sections.builtins {
             self.builtins = private.builtins;

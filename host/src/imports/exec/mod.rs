@@ -63,7 +63,7 @@
 //! it without `fork`), the only `unsafe` code; `process` (what to run, prepared
 //! for `clone`, and waiting on the child's pidfd), `step` (which step failed),
 //! `landlock` (the rulesets, and what a child may reach at all), `seccomp`,
-//! `mounts` (the child's root, planned in the parent), `shared_root` (a root built
+//! `mounts` (the child's root, planned in the parent), `probe` (what this machine offers, feature by feature; the refusal naming what it lacks), `shared_root` (a root built
 //! once and entered by the children it fits), `protect_walk` and
 //! `protect_check` (protected paths before and after), [`cgroup`], `capture`
 //! (head + tail of a stream), `request` (what to run, and the cwd check), [`spawn`] (one child, start to reaped), [`table`]
@@ -78,6 +78,7 @@ mod growth;
 pub(crate) mod host;
 mod landlock;
 mod mounts;
+mod probe;
 mod process;
 mod protect_check;
 mod protect_walk;
@@ -92,6 +93,7 @@ pub(crate) mod table;
 
 pub use grant::ExecGrant;
 pub(crate) use grant::{ResolvedGrant, find as find_program};
+pub use probe::{FeatureCheck, LANDLOCK_ABI_NEEDED, SandboxFeature, SandboxProbe};
 pub(crate) use request::{SpawnRequest, resolve_cwd};
 pub(crate) use resident::ResidentSpec;
 pub(crate) use runtime::ExecAccess;
@@ -151,6 +153,9 @@ pub struct ExecSettings {
     /// The pids cgroup directory the host makes its own in (default: its own pids
     /// cgroup, found in `/proc/self/cgroup`).
     pub cgroup_parent: Option<PathBuf>,
+    /// Features to treat as missing whatever the machine has (`probe`): exec then
+    /// refuses as it would on a machine without them. Empty by default.
+    pub unavailable: Vec<SandboxFeature>,
 }
 
 impl Default for ExecSettings {
@@ -161,6 +166,7 @@ impl Default for ExecSettings {
             read_dirs: Vec::new(),
             limits: ChildLimits::default(),
             cgroup_parent: None,
+            unavailable: Vec::new(),
         }
     }
 }

@@ -239,7 +239,9 @@ impl ExecRuntime {
     }
 
     fn confinement(&self) -> Result<&Confinement, &str> {
-        self.confinement.get_or_init(|| self.build_confinement()).as_ref().map_err(String::as_str)
+        let build = || super::probe::gate(&self.settings).and_then(|()| self.build_confinement());
+        let explained = || build().map_err(|why| super::probe::explain(&self.settings, why));
+        self.confinement.get_or_init(explained).as_ref().map_err(String::as_str)
     }
 
     fn build_confinement(&self) -> Result<Confinement, String> {
@@ -247,7 +249,7 @@ impl ExecRuntime {
             Confiner::new(self.work_dir.as_deref(), &self.settings.path, &self.settings.read_dirs)?;
         super::mounts::check_host()?;
         let layout = child_root(self.work_dir.as_deref(), &self.settings.path, &self.settings.read_dirs);
-        let cgroup = CgroupRoot::create(self.settings.cgroup_parent.as_deref());
+        let cgroup = super::probe::host_cgroup(&self.settings);
         if cgroup.is_none() && is_root() {
             return Err(
                 "the host runs as root, which RLIMIT_NPROC does not bound, and no pids cgroup can be \

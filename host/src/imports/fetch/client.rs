@@ -119,14 +119,11 @@ impl FetchClient {
 
     /// Vet `raw` and check its host against the grant.
     pub(crate) fn check_url(&self, grant: &NetGrant, raw: &str) -> Result<Url, FetchError> {
-        let url = vet::vet_url(raw, grant.allow_private)?;
+        let url = vet::vet_url(raw, grant.allow_private)
+            .map_err(|e| FetchError::vetted(e, !grant.allow_private && vet::vet_url(raw, true).is_ok()))?;
         let host = url.host_str().unwrap_or_default();
         if !vet::host_allowed(&grant.hosts, host) {
-            let granted: Vec<&str> = grant.hosts.iter().map(|p| p.as_str()).collect();
-            return Err(FetchError::HostNotAllowed(format!(
-                "`{host}` is not among the hosts granted to this plugin ({})",
-                if granted.is_empty() { "none".to_owned() } else { granted.join(", ") }
-            )));
+            return Err(FetchError::host_not_granted(host, &grant.hosts));
         }
         Ok(url)
     }
@@ -249,7 +246,10 @@ impl FetchClient {
             Host::Ipv4(ip) => (ip.to_string(), vec![IpAddr::V4(*ip)]),
             Host::Ipv6(ip) => (ip.to_string(), vec![IpAddr::V6(*ip)]),
         };
-        vet::vet_resolved(&name, &addrs, grant.allow_private).map_err(|e| OpenError::Denied(e.into()))?;
+        vet::vet_resolved(&name, &addrs, grant.allow_private).map_err(|e| {
+            let lifted = !grant.allow_private && vet::vet_resolved(&name, &addrs, true).is_ok();
+            OpenError::Denied(FetchError::vetted(e, lifted))
+        })?;
         let tcp = connect::connect(&*self.connector, &addrs, port, self.limits.connect_timeout)
             .await
             .map_err(|f| OpenError::Connect {

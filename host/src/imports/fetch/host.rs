@@ -37,7 +37,9 @@ pub(crate) fn add_to_linker<T: Send + 'static>(
 impl wit::Host for FetchView<'_> {
     async fn fetch(&mut self, req: wit::Request) -> Result<wit::Response, wit::FetchError> {
         let Some(net) = self.net else {
-            return Err(wit::FetchError::HostNotAllowed("this plugin is granted no network access".into()));
+            return Err(wit::FetchError::HostNotAllowed("this plugin is granted no network access: grant hosts with --allow-host PATTERN (a --plugin \
+                 component) or `network` in its [plugins.NAME] entry of the policy file"
+                    .into()));
         };
         let (client, grant, deadline) = (net.client.clone(), net.grant.clone(), self.call.deadline);
         let (plugin, call) = (self.call.plugin.to_string(), self.call.call_id.to_string());

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::vet::VetError;
+use super::vet::{HostPattern, VetError};
 use crate::error::codes;
 
 /// One request, as a plugin asks for it.
@@ -94,6 +94,32 @@ impl FetchError {
             Self::TooLarge(_) => codes::TOO_LARGE,
             Self::Transport(_) => codes::TRANSPORT,
         }
+    }
+}
+
+/// How to lift a refusal that the private-network opt-out would lift.
+pub(crate) const PRIVATE_FIX: &str = "to let tools reach private and loopback addresses, start toolhost \
+     with --allow-private-network or set `allow-private = true` under [network] in the policy file";
+
+impl FetchError {
+    /// `err` as a fetch error; `lifted`: the private-network opt-out would have let it
+    /// through, so the message says how to turn that on.
+    pub(crate) fn vetted(err: VetError, lifted: bool) -> Self {
+        match err {
+            VetError::Blocked(m) if lifted => Self::BlockedUrl(format!("{m}: {PRIVATE_FIX}")),
+            other => other.into(),
+        }
+    }
+
+    /// `host` is not among `granted`: the refusal names the flag and the policy key
+    /// that grant it.
+    pub(crate) fn host_not_granted(host: &str, granted: &[HostPattern]) -> Self {
+        let granted: Vec<&str> = granted.iter().map(|p| p.as_str()).collect();
+        Self::HostNotAllowed(format!(
+            "`{host}` is not among the hosts granted to this plugin ({}): grant it with --allow-host {host} \
+             (a --plugin component), or add \"{host}\" to `network` in its [plugins.NAME] entry of the policy file",
+            if granted.is_empty() { "none".to_owned() } else { granted.join(", ") }
+        ))
     }
 }
 
