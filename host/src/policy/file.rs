@@ -32,6 +32,15 @@ struct RawPolicy {
     trust: Option<super::remote::RawTrust>,
     #[serde(default)]
     servers: BTreeMap<Spanned<String>, super::servers::RawServer>,
+    output: Option<RawOutput>,
+}
+
+/// `[output]`: how tool outputs reach the model.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawOutput {
+    /// Shape logs by what they are (default on; `raw: true` on a call bypasses it).
+    shape: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -220,6 +229,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         tests,
         hooks,
         servers,
+        shape_output: raw.output.and_then(|o| o.shape),
     })
 }
 

@@ -145,6 +145,9 @@ impl Policy {
         if private.follow_links.is_some() {
             self.follow_links = private.follow_links;
         }
+        if private.shape_output.is_some() {
+            self.shape_output = private.shape_output;
+        }
         if private.sections.builtins {
             self.builtins = private.builtins;
             self.sections.builtins = true;

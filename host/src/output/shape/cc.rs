@@ -6,11 +6,14 @@
 use super::Class;
 
 /// Programs whose echoed command lines are build steps.
-const COMPILERS: [&str; 10] = ["cc ", "gcc ", "g++ ", "c++ ", "clang ", "clang++ ", "ar ", "ld ", "ranlib ", "libtool "];
+const COMPILERS: [&str; 10] =
+    ["cc ", "gcc ", "g++ ", "c++ ", "clang ", "clang++ ", "ar ", "ld ", "ranlib ", "libtool "];
 
 pub(super) fn classify(line: &str) -> Option<Class> {
     let t = line.trim_start();
-    if line.starts_with("make") && (line.contains(": Entering directory") || line.contains(": Leaving directory")) {
+    if line.starts_with("make")
+        && (line.contains(": Entering directory") || line.contains(": Leaving directory"))
+    {
         return Some(Class::Noise("make directory lines"));
     }
     if line.starts_with("-- ") {
@@ -45,7 +48,8 @@ pub(super) fn diagnostic(line: &str) -> bool {
         return false;
     }
     let rest = &rest[digits..];
-    let rest = rest.strip_prefix(':').map(|r| r.trim_start_matches(|c: char| c.is_ascii_digit())).unwrap_or(rest);
+    let rest =
+        rest.strip_prefix(':').map(|r| r.trim_start_matches(|c: char| c.is_ascii_digit())).unwrap_or(rest);
     rest.starts_with(": ") || rest.starts_with(':') && rest.len() > 1
 }
 

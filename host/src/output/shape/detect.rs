@@ -162,8 +162,8 @@ fn words(stage: &str) -> Vec<&str> {
             1
         } else {
             match name {
-                "time" | "env" | "sudo" | "nice" | "nohup" | "command" | "exec" | "npx" | "bunx" | "stdbuf"
-                | "xvfb-run" => 1 + words[1..].iter().take_while(|w| w.starts_with('-')).count(),
+                "time" | "env" | "sudo" | "nice" | "nohup" | "command" | "exec" | "npx" | "bunx"
+                | "stdbuf" | "xvfb-run" => 1 + words[1..].iter().take_while(|w| w.starts_with('-')).count(),
                 "timeout" => 2,
                 "uv" | "poetry" | "pipenv" | "pdm" | "hatch" if words.get(1) == Some(&"run") => 2,
                 n if n.starts_with("python") && words.get(1) == Some(&"-m") => 2,
@@ -188,8 +188,8 @@ fn stage_kind(words: &[&str]) -> Option<Stage> {
         "cat" | "bat" | "batcat" | "head" | "tail" | "less" | "more" | "nl" | "xxd" | "od" | "hexdump"
         | "strings" | "jq" | "yq" | "base64" => Kind::File,
         "sed" | "awk" if files => Kind::File,
-        "grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack" | "find" | "fd" | "ls" | "tree" | "locate" | "sort"
-        | "uniq" | "cut" | "sed" | "awk" | "wc" => Kind::Search,
+        "grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack" | "find" | "fd" | "ls" | "tree" | "locate"
+        | "sort" | "uniq" | "cut" | "sed" | "awk" | "wc" => Kind::Search,
         "diff" | "colordiff" | "interdiff" => Kind::Diff,
         "git" => git_kind(words)?,
         "cargo" | "rustc" | "cargo-nextest" => Kind::Cargo,
@@ -202,8 +202,8 @@ fn stage_kind(words: &[&str]) -> Option<Stage> {
         "tsc" => Kind::Tsc,
         "npm" | "pnpm" | "yarn" | "bun" => Kind::Npm,
         "go" => Kind::Go,
-        "make" | "gmake" | "cmake" | "ninja" | "meson" | "gcc" | "g++" | "cc" | "c++" | "clang" | "clang++"
-        | "ld" => Kind::Make,
+        "make" | "gmake" | "cmake" | "ninja" | "meson" | "gcc" | "g++" | "cc" | "c++" | "clang"
+        | "clang++" | "ld" => Kind::Make,
         "docker" | "podman" | "buildah" if words.iter().any(|w| *w == "build" || *w == "buildx") => {
             Kind::Docker
         }
@@ -241,7 +241,10 @@ fn from_content(sample: &Sample<'_>) -> Option<Kind> {
                 None => weights.push((kind, weight)),
             }
         }
-        if line.contains('\x1b') || line.trim_end_matches('\r').contains('\r') || super::generic::progress(line) {
+        if line.contains('\x1b')
+            || line.trim_end_matches('\r').contains('\r')
+            || super::generic::progress(line)
+        {
             generic += 1;
         }
         repeats = if line == previous && !line.trim().is_empty() { repeats + 1 } else { 0 };
@@ -264,7 +267,9 @@ const DIAGNOSTIC: usize = 1;
 /// The format a line is a signature of, with its weight.
 fn signature(line: &str) -> Option<(Kind, usize)> {
     let t = line.trim_start();
-    let found = if t.starts_with("test result: ") || (t.starts_with("running ") && (t.ends_with(" tests") || t.ends_with(" test"))) {
+    let found = if t.starts_with("test result: ")
+        || (t.starts_with("running ") && (t.ends_with(" tests") || t.ends_with(" test")))
+    {
         (Kind::Cargo, DECISIVE)
     } else if t.starts_with("error[E") || (t.starts_with("Compiling ") && t.contains(" v")) {
         (Kind::Cargo, TYPICAL)
@@ -277,7 +282,10 @@ fn signature(line: &str) -> Option<(Kind, usize)> {
         || line.starts_with("Successfully installed ")
     {
         (Kind::Pip, TYPICAL)
-    } else if line.starts_with("npm ") || (line.starts_with("added ") && line.contains(" package")) || line.starts_with("Progress: resolved ") {
+    } else if line.starts_with("npm ")
+        || (line.starts_with("added ") && line.contains(" package"))
+        || line.starts_with("Progress: resolved ")
+    {
         (Kind::Npm, TYPICAL)
     } else if line.starts_with("Test Suites: ") {
         (Kind::Jest, DECISIVE)
@@ -293,7 +301,9 @@ fn signature(line: &str) -> Option<(Kind, usize)> {
         (Kind::Make, TYPICAL)
     } else if super::cc::diagnostic(line) {
         (Kind::Make, DIAGNOSTIC)
-    } else if (line.starts_with('#') && line[1..].starts_with(|c: char| c.is_ascii_digit()) && line.contains(" ["))
+    } else if (line.starts_with('#')
+        && line[1..].starts_with(|c: char| c.is_ascii_digit())
+        && line.contains(" ["))
         || (line.starts_with("Step ") && line.contains(" : "))
     {
         (Kind::Docker, TYPICAL)

@@ -13,8 +13,19 @@ pub(super) fn classify(line: &str) -> Option<Class> {
             if rest.starts_with('[') {
                 return Some(Class::Summary);
             }
-            let timed = rest.split_once(' ').is_some_and(|(t, _)| t.contains('.') && t.parse::<f64>().is_ok());
-            let quiet = ["DONE", "CACHED", "sha256:", "extracting", "resolve ", "transferring", "naming", "exporting", "writing"];
+            let timed =
+                rest.split_once(' ').is_some_and(|(t, _)| t.contains('.') && t.parse::<f64>().is_ok());
+            let quiet = [
+                "DONE",
+                "CACHED",
+                "sha256:",
+                "extracting",
+                "resolve ",
+                "transferring",
+                "naming",
+                "exporting",
+                "writing",
+            ];
             if timed || quiet.iter().any(|q| rest.starts_with(q)) {
                 return Some(Class::Noise("build output lines"));
             }
@@ -36,7 +47,10 @@ mod tests {
     #[test]
     fn buildkit_lines() {
         assert_eq!(classify("#5 [2/4] RUN apt-get update"), Some(Class::Summary));
-        assert_eq!(classify("#5 0.512 Get:1 http://deb.debian.org bookworm InRelease"), Some(Class::Noise("build output lines")));
+        assert_eq!(
+            classify("#5 0.512 Get:1 http://deb.debian.org bookworm InRelease"),
+            Some(Class::Noise("build output lines"))
+        );
         assert_eq!(classify("#5 DONE 3.2s"), Some(Class::Noise("build output lines")));
         assert_eq!(classify(" > [3/4] RUN make:"), Some(Class::Summary));
     }

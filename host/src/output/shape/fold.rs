@@ -188,10 +188,14 @@ mod tests {
         classes[20] = Class::Alarm;
         classes[21] = Class::Plain;
         let out = run(&classes, false);
-        assert!(out.text.starts_with("l0\nl1\nl2\nl3\n[... 16 passing tests folded (lines 5-20); "), "{}", out.text);
         assert!(
-            out.text.contains(r#"call read_output with {"call_id": "c1", "part": "error", "offset": 5, "limit": 16}"#)
+            out.text.starts_with("l0\nl1\nl2\nl3\n[... 16 passing tests folded (lines 5-20); "),
+            "{}",
+            out.text
         );
+        assert!(out.text.contains(
+            r#"call read_output with {"call_id": "c1", "part": "error", "offset": 5, "limit": 16}"#
+        ));
         assert!(out.text.contains("\nl20\nl21\n[... 10 passing tests folded (lines 23-32)"), "{}", out.text);
         assert!(out.text.ends_with("l39\n"));
         assert_eq!(out.folded, 26);
@@ -219,7 +223,11 @@ mod tests {
         let classes = vec![Class::Plain; 6];
         let lines = Lines { visible: &visible, classes: &classes, end_newline: false };
         let out = fold(&lines, false, &Window { call_id: "c", part: Part::Content });
-        assert!(out.text.starts_with("a\ndup\n[... the line above repeats 3 more times (lines 3-5); "), "{}", out.text);
+        assert!(
+            out.text.starts_with("a\ndup\n[... the line above repeats 3 more times (lines 3-5); "),
+            "{}",
+            out.text
+        );
         assert!(out.text.contains(r#"{"call_id": "c", "offset": 3, "limit": 3}"#));
         assert!(out.text.ends_with("\nb"));
     }

@@ -11,7 +11,18 @@ pub(super) fn classify(line: &str) -> Option<Class> {
         return Some(Class::Noise("progress lines"));
     }
     let t = line.trim_start();
-    let steps = ["Downloading ", "Downloaded ", "Fetching ", "Fetched ", "Unpacking ", "Selecting previously", "Preparing to unpack", "Setting up ", "Get:", "Hit:"];
+    let steps = [
+        "Downloading ",
+        "Downloaded ",
+        "Fetching ",
+        "Fetched ",
+        "Unpacking ",
+        "Selecting previously",
+        "Preparing to unpack",
+        "Setting up ",
+        "Get:",
+        "Hit:",
+    ];
     steps.iter().any(|s| t.starts_with(s)).then_some(Class::Noise("progress lines"))
 }
 
@@ -25,7 +36,10 @@ pub(super) fn progress(line: &str) -> bool {
         && let Some(len) = t[open..].find(']')
     {
         let inside = &t[open + 1..open + len];
-        if inside.len() >= 5 && inside.chars().all(|c| matches!(c, '=' | '>' | '#' | '-' | ' ' | '.')) && inside.contains(['=', '#']) {
+        if inside.len() >= 5
+            && inside.chars().all(|c| matches!(c, '=' | '>' | '#' | '-' | ' ' | '.'))
+            && inside.contains(['=', '#'])
+        {
             return true;
         }
     }
@@ -45,6 +59,9 @@ mod tests {
         assert!(progress(" 45.2% 3.1MB/s"));
         assert!(!progress("[ERROR] failed"));
         assert!(!progress("note: 45 things"));
-        assert_eq!(classify("Get:1 http://deb.debian.org bookworm InRelease"), Some(Class::Noise("progress lines")));
+        assert_eq!(
+            classify("Get:1 http://deb.debian.org bookworm InRelease"),
+            Some(Class::Noise("progress lines"))
+        );
     }
 }

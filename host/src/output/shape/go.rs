@@ -22,7 +22,8 @@ pub(super) fn classify(line: &str) -> Option<Class> {
     if line == "PASS" || line.starts_with("ok ") || line.starts_with("ok\t") {
         return Some(Class::Summary);
     }
-    let location = t.split_once(".go:").is_some_and(|(_, rest)| rest.starts_with(|c: char| c.is_ascii_digit()));
+    let location =
+        t.split_once(".go:").is_some_and(|(_, rest)| rest.starts_with(|c: char| c.is_ascii_digit()));
     if location || line.starts_with("goroutine ") || line.starts_with("created by ") {
         return Some(Class::Alarm);
     }

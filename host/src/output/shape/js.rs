@@ -6,14 +6,17 @@
 use super::Class;
 
 /// npm's log levels below `notice`, as their lines start.
-const NPM_LOG: [&str; 6] = ["npm http ", "npm sill ", "npm verb ", "npm timing ", "npm info ", "npm verbose "];
+const NPM_LOG: [&str; 6] =
+    ["npm http ", "npm sill ", "npm verb ", "npm timing ", "npm info ", "npm verbose "];
 
 pub(super) fn classify(line: &str) -> Option<Class> {
     let t = line.trim_start();
     if NPM_LOG.iter().any(|p| line.starts_with(p)) {
         return Some(Class::Noise("npm log lines"));
     }
-    if line.starts_with("Progress: resolved ") || t.starts_with(|c| matches!(c, '⠋' | '⠙' | '⠹' | '⠸' | '⠼' | '⠴' | '⠦' | '⠧' | '⠇' | '⠏')) {
+    if line.starts_with("Progress: resolved ")
+        || t.starts_with(|c| matches!(c, '⠋' | '⠙' | '⠹' | '⠸' | '⠼' | '⠴' | '⠦' | '⠧' | '⠇' | '⠏'))
+    {
         return Some(Class::Noise("progress lines"));
     }
     if line.starts_with("PASS ") {
@@ -22,13 +25,28 @@ pub(super) fn classify(line: &str) -> Option<Class> {
     if t.starts_with("✓ ") || t.starts_with("√ ") || t.starts_with("✔ ") {
         return Some(Class::Noise("passing tests"));
     }
-    if (t.starts_with("at ") && t.contains(':')) || t.starts_with("● ") || t.starts_with("❯ ") || t.starts_with("→ ") {
+    if (t.starts_with("at ") && t.contains(':'))
+        || t.starts_with("● ")
+        || t.starts_with("❯ ")
+        || t.starts_with("→ ")
+    {
         return Some(Class::Alarm);
     }
-    let summary = ["Tests:", "Test Suites:", "Snapshots:", "Time:", "Test Files ", "Tests ", "Duration ", "Packages: +"]
-        .iter()
-        .any(|p| t.starts_with(p))
-        || ["added ", "removed ", "changed ", "audited ", "up to date", "found "].iter().any(|p| line.starts_with(p))
+    let summary = [
+        "Tests:",
+        "Test Suites:",
+        "Snapshots:",
+        "Time:",
+        "Test Files ",
+        "Tests ",
+        "Duration ",
+        "Packages: +",
+    ]
+    .iter()
+    .any(|p| t.starts_with(p))
+        || ["added ", "removed ", "changed ", "audited ", "up to date", "found "]
+            .iter()
+            .any(|p| line.starts_with(p))
         || line.starts_with("Done in ");
     summary.then_some(Class::Summary)
 }

@@ -7,16 +7,28 @@ use super::Class;
 
 /// pip's lines that only report progress.
 const PIP: [&str; 13] = [
-    "Collecting ", "Downloading ", "Using cached ", "Requirement already satisfied: ", "Obtaining ",
-    "Processing ", "Building wheel", "Created wheel", "Stored in directory: ", "Preparing metadata",
-    "Getting requirements", "Installing build dependencies", "Looking in indexes: ",
+    "Collecting ",
+    "Downloading ",
+    "Using cached ",
+    "Requirement already satisfied: ",
+    "Obtaining ",
+    "Processing ",
+    "Building wheel",
+    "Created wheel",
+    "Stored in directory: ",
+    "Preparing metadata",
+    "Getting requirements",
+    "Installing build dependencies",
+    "Looking in indexes: ",
 ];
 
 pub(super) fn classify(line: &str) -> Option<Class> {
     let t = line.trim_start();
     let end = line.trim_end();
     // pytest -v: `path::test PASSED [ 10%]`; unittest -v: `test (mod.Class) ... ok`.
-    let word = end.rsplit_once(" [").map_or(end, |(rest, pct)| if pct.ends_with("%]") { rest.trim_end() } else { end });
+    let word = end
+        .rsplit_once(" [")
+        .map_or(end, |(rest, pct)| if pct.ends_with("%]") { rest.trim_end() } else { end });
     if word.ends_with(" PASSED") || word.ends_with(" XPASS") || end.ends_with(" ... ok") {
         return Some(Class::Noise("passing tests"));
     }
@@ -34,10 +46,16 @@ pub(super) fn classify(line: &str) -> Option<Class> {
     if PIP.iter().any(|p| t.starts_with(p)) {
         return Some(Class::Noise("pip progress lines"));
     }
-    if line.starts_with("E ") || line.starts_with("> ") || line == ">" || location(line) || t.starts_with("File \"") {
+    if line.starts_with("E ")
+        || line.starts_with("> ")
+        || line == ">"
+        || location(line)
+        || t.starts_with("File \"")
+    {
         return Some(Class::Alarm);
     }
-    let summary = (line.starts_with('=') && (line.contains(" passed") || line.contains(" failed") || line.contains(" in ")))
+    let summary = (line.starts_with('=')
+        && (line.contains(" passed") || line.contains(" failed") || line.contains(" in ")))
         || line.starts_with("Ran ")
         || line == "OK"
         || line.starts_with("OK (")

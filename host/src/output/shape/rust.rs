@@ -6,8 +6,23 @@ use super::Class;
 
 /// Cargo's right-aligned status words that only report progress.
 const STATUS: [&str; 18] = [
-    "Compiling", "Checking", "Downloaded", "Downloading", "Fresh", "Updating", "Locking", "Adding", "Blocking",
-    "Documenting", "Packaging", "Verifying", "Archiving", "Installing", "Unpacking", "Packaged", "Removing",
+    "Compiling",
+    "Checking",
+    "Downloaded",
+    "Downloading",
+    "Fresh",
+    "Updating",
+    "Locking",
+    "Adding",
+    "Blocking",
+    "Documenting",
+    "Packaging",
+    "Verifying",
+    "Archiving",
+    "Installing",
+    "Unpacking",
+    "Packaged",
+    "Removing",
     "Replacing",
 ];
 
@@ -29,7 +44,8 @@ pub(super) fn classify(line: &str) -> Option<Class> {
         return Some(Class::Summary);
     }
     // A backtrace frame (`  3: path::to::fn`) and its location (`at src/x.rs:1:2`).
-    let frame = t.split_once(": ").is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    let frame =
+        t.split_once(": ").is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
     if frame || (t.starts_with("at ") && t.contains(".rs:")) {
         return Some(Class::Alarm);
     }
