@@ -71,6 +71,7 @@ pub use load::plugin::Plugin;
 pub use load::registry::{NATIVE_SOURCE, Registry, Tool};
 pub use load::spec::{ToolDefinition, ToolSpec};
 pub use load::typed::Skipped;
+pub use output::shape;
 pub use output::{
     CLOCK_SKEW, Claim, DEFAULT_REDIS_EXPIRY, IMAGE_KEY, Image, MAX_IMAGE_BYTES, Omitted, OutputStore, Part,
     READ_OUTPUT, StoreError, Stored,

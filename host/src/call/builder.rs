@@ -414,6 +414,7 @@ impl HostBuilder {
         let shown = &policy.builtins.reveal;
         let redacted_env: Vec<(String, String)> =
             self.builtin_env(&policy).into_iter().filter(|(name, _)| !shown.contains(name)).collect();
+        let shape_output = policy.shapes_output();
         Ok(Host {
             data_dir,
             journal,
@@ -438,6 +439,7 @@ impl HostBuilder {
             approval_turn: tokio::sync::Mutex::new(()),
             policy_path: policy.private_path,
             exec,
+            shape_output,
         })
     }
 
@@ -466,7 +468,8 @@ impl HostBuilder {
             reveal: policy.builtins.reveal.clone(),
         }))?;
         if !policy.tests.is_empty() {
-            registry.register_native(Arc::new(RunTests::new(policy.tests.clone(), exec.clone(), vars)))?;
+            let tests = RunTests::new(policy.tests.clone(), exec.clone(), vars, policy.shapes_output());
+            registry.register_native(Arc::new(tests))?;
         }
         Ok(())
     }

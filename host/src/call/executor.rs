@@ -8,9 +8,10 @@
 //! [`crate::call::authorize`]) → run in a fresh sandbox with the plugin's grants and
 //! limits, under the merged deadline and cancellation → redact secrets → bound
 //! the output (`output_limit`) → keep the full text of each part by call id →
-//! cut what the caller sees, head + tail (see [`crate::output`]) → post-tool-use
-//! hooks (their context appended, bounded). A failed result's message is kept and
-//! cut the same way, wherever it was made.
+//! shape a log by what it is, when the tool and the call allow it (see
+//! [`crate::output::shape`]) → cut what the caller sees, head + tail (see
+//! [`crate::output`]) → post-tool-use hooks (their context appended, bounded). A
+//! failed result's message is kept and cut the same way, wherever it was made.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,7 +28,7 @@ use crate::limits::{Deadline, Limits, WriteMeter};
 use crate::load::plugin::Plugin;
 use crate::load::registry::{NativeCall, Runner, Tool};
 use crate::load::spec::ToolSpec;
-use crate::output::{Image, Metadata, Omitted, Parts, bound_error};
+use crate::output::{Image, Metadata, Omitted, Parts, ShapeCall, bound_error};
 use crate::policy::{Approver, HookSays, Redactor};
 use crate::sandbox::{self, StoreSpec};
 
@@ -134,14 +135,27 @@ impl ToolResult {
         limits: &Limits,
         started: Instant,
     ) -> Self {
-        let error = bound_error(host.outputs(), &call_id, error, limits).await;
+        Self::failed_shaped(host, call_id, error, limits, started, None).await
+    }
+
+    /// [`Self::failed`] for a call that ran: its message shaped when `shape`
+    /// allows, what shaping did in the metadata.
+    async fn failed_shaped(
+        host: &Host,
+        call_id: String,
+        error: CallError,
+        limits: &Limits,
+        started: Instant,
+        shape: Option<&ShapeCall>,
+    ) -> Self {
+        let (error, report) = bound_error(host.outputs(), &call_id, error, limits, shape).await;
         Self {
             call_id,
             ok: false,
             output: String::new(),
             error: Some(error),
             display: None,
-            metadata: None,
+            metadata: report.and_then(|r| r.annotate(None)),
             permission: None,
             image: None,
             omitted: None,
@@ -379,6 +393,8 @@ impl Host {
                 (parts, plugin.limits(), Some(redactor))
             }
         };
+        let shape = ShapeCall::for_call(self.shape_output, &tool.spec().parameters, args);
+        let shape = shape.as_ref();
         let bounded = match run {
             Ok(parts) if parts.size() > limits.output_bytes => Err(CallError::new(
                 codes::OUTPUT_LIMIT,
@@ -388,7 +404,7 @@ impl Host {
                     limits.output_bytes
                 ),
             )),
-            Ok(parts) => parts.bound(self.outputs(), &call_id, limits, redactor).await,
+            Ok(parts) => parts.bound(self.outputs(), &call_id, limits, redactor, shape).await,
             Err(err) => Err(err),
         };
         let result = match bounded {
@@ -405,9 +421,9 @@ impl Host {
                 halt: false,
                 duration: started.elapsed(),
             },
-            Err(err) => {
-                ToolResult::failed(self, call_id, err, limits, started).await.with_permission(permission)
-            }
+            Err(err) => ToolResult::failed_shaped(self, call_id, err, limits, started, shape)
+                .await
+                .with_permission(permission),
         };
         (result, written)
     }

@@ -59,6 +59,9 @@ pub struct Host {
     /// Where calls that may change something are recorded before they run
     /// (`None`: not journaled; see [`crate::HostBuilder::journal`]).
     pub(crate) journal: Option<crate::journal::Journal>,
+    /// Whether logs are shaped by what they are for tools that opt in (the
+    /// policy's `[output] shape`, default on; see [`crate::output::shape`]).
+    pub(crate) shape_output: bool,
 }
 
 impl Host {

@@ -80,7 +80,7 @@ mod tests {
             Box::new(EnvGet { vars: Vec::new(), reveal: Vec::new() }),
             Box::new(ProcessList { runtime: runtime.clone() }),
             Box::new(ReadOutput { outputs, clamp_bytes: 1000 }),
-            Box::new(RunTests::new(vec![profile], runtime, Vec::new())),
+            Box::new(RunTests::new(vec![profile], runtime, Vec::new(), true)),
         ]
     }
 

@@ -2,6 +2,10 @@
 //! command from the model. The only model input is which profile, and one `filter`
 //! argument where the profile allows it. One run at a time per host
 //! (`run_tests_busy`); the child runs in the same sandbox as every exec child.
+//!
+//! The result holds the whole log when the host shapes outputs (the executor
+//! folds passing tests and keeps every failure line, [`crate::output::shape`]);
+//! with `raw: true`, or when the policy turns shaping off, only its end.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,6 +32,8 @@ pub(crate) struct RunTests {
     runtime: Arc<ExecRuntime>,
     env: Vec<(String, String)>,
     busy: tokio::sync::Mutex<()>,
+    /// Whether the host shapes outputs (the policy's `[output] shape`).
+    shape: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -37,14 +43,19 @@ struct Args {
     profile: Option<String>,
     /// Passed as one extra argument to profiles that take a filter (a test name or pattern; it may not start with `-`).
     filter: Option<String>,
+    /// Return only the end of the log, not shaped (default false: the whole log, with passing tests folded and every failure line kept).
+    #[serde(default)]
+    raw: bool,
 }
 
 impl RunTests {
-    /// The tool for `profiles` (resolved now, through the runtime's search path).
+    /// The tool for `profiles` (resolved now, through the runtime's search path);
+    /// `shape`: whether the host shapes outputs.
     pub(crate) fn new(
         profiles: Vec<TestProfile>,
         runtime: Arc<ExecRuntime>,
         env: Vec<(String, String)>,
+        shape: bool,
     ) -> Self {
         let search = runtime.settings().search_path();
         let profiles = profiles
@@ -61,7 +72,7 @@ impl RunTests {
                 (p, path)
             })
             .collect();
-        Self { profiles, runtime, env, busy: tokio::sync::Mutex::new(()) }
+        Self { profiles, runtime, env, busy: tokio::sync::Mutex::new(()), shape }
     }
 
     fn profile(&self, name: Option<&str>) -> Result<&(TestProfile, Option<PathBuf>), CallError> {
@@ -96,8 +107,9 @@ impl NativeTool for RunTests {
             name: "run_tests".into(),
             description: format!(
                 "Run the project's tests with a profile the user declared: {}. Says PASSED or FAILED with \
-                 the exit status and the end of the log. Only one run at a time (run_tests_busy). Use it \
-                 rather than terminal to run tests.",
+                 the exit status and the log: passing tests and progress are folded into markers naming \
+                 read_output, every failure line and summary is kept (`raw: true`: only the end of the log, \
+                 unshaped). Only one run at a time (run_tests_busy). Use it rather than terminal to run tests.",
                 listing.join("; ")
             ),
             parameters: schema,
@@ -170,7 +182,11 @@ impl NativeTool for RunTests {
                 .await
                 .map_err(|e| CallError::new(e.code(), e.message()))?;
             let log = done.stdout.text();
-            let tail = tail(&log, TAIL_BYTES);
+            let (tail, end) = if self.shape && !args.raw {
+                (log.as_str(), "log")
+            } else {
+                (tail(&log, TAIL_BYTES), "end of the log")
+            };
             let passed = done.exit_code == Some(0) && !done.timed_out && !done.cancelled;
             let status = match (done.exit_code, done.signal) {
                 (Some(code), _) => format!("exit {code}"),
@@ -185,14 +201,14 @@ impl NativeTool for RunTests {
             if done.cancelled {
                 return Err(CallError::new(
                     codes::CANCELLED,
-                    format!("the test run was cancelled; log so far:\n{tail}"),
+                    format!("the test run was cancelled; {end} so far:\n{tail}"),
                 ));
             }
             if done.timed_out {
                 return Err(CallError::new(
                     codes::TIMEOUT,
                     format!(
-                        "the tests ran longer than {} ms and were killed; end of the log:\n{tail}",
+                        "the tests ran longer than {} ms and were killed; {end}:\n{tail}",
                         profile.timeout.as_millis()
                     ),
                 ));
@@ -200,16 +216,11 @@ impl NativeTool for RunTests {
             if !passed {
                 return Err(CallError::new(
                     codes::TESTS_FAILED,
-                    format!(
-                        "FAILED ({status}, {secs:.1} s), profile `{}`; end of the log:\n{tail}",
-                        profile.name
-                    ),
+                    format!("FAILED ({status}, {secs:.1} s), profile `{}`; {end}:\n{tail}", profile.name),
                 ));
             }
-            let content = format!(
-                "PASSED ({status}, {secs:.1} s), profile `{}`; end of the log:\n{tail}",
-                profile.name
-            );
+            let content =
+                format!("PASSED ({status}, {secs:.1} s), profile `{}`; {end}:\n{tail}", profile.name);
             Ok(NativeOutput { content, metadata: Some(metadata) })
         })
     }

@@ -28,7 +28,7 @@ proptest! {
     #[test]
     fn the_cut_adds_up_and_stays_in_budget(text in text(), budget in 0usize..600, kept in any::<bool>()) {
         let stored = if kept { Stored::Kept } else { Stored::TooLarge };
-        let (out, omitted) = clamp_part(&text, budget, "call-1", Part::Content, &stored);
+        let (out, omitted) = clamp_part(&text, budget, "call-1", Part::Content, &stored, None);
         let Some(omitted) = omitted else {
             prop_assert!(text.len() <= budget);
             prop_assert_eq!(out, text);

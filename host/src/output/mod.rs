@@ -8,19 +8,24 @@
 //! parse is kept as text and replaced by a small stand-in ([`parts`]). An image
 //! (the reserved metadata key [`IMAGE_KEY`]) is taken out of the metadata first,
 //! checked and bounded by [`MAX_IMAGE_BYTES`], and travels beside the text
-//! (`image`); it is never put in the store nor clamped.
+//! (`image`); it is never put in the store nor clamped. Between the store and
+//! the cut, a build, test or install log is shaped by what it is when the tool
+//! and the call allow it ([`shape`], [`shaping`]).
 
 pub(crate) mod claims;
 mod disk;
 mod image;
 mod parts;
 mod redis;
+pub mod shape;
+mod shaping;
 mod store;
 mod stored;
 
 pub use claims::{CLOCK_SKEW, Claim};
 pub use image::{IMAGE_KEY, Image, MAX_IMAGE_BYTES};
 pub(crate) use parts::{Metadata, Parts, bound_error};
+pub(crate) use shaping::{Report as ShapeReport, ShapeCall};
 pub(crate) use store::DISK_MAX_FILES;
 pub use store::{DEFAULT_REDIS_EXPIRY, OutputStore};
 pub use stored::{StoreError, Stored};
@@ -74,13 +79,16 @@ impl Part {
 /// Cut `text` to at most about `max_bytes`: a head and a tail,
 /// both ending and starting at line boundaries, with a marker naming what was
 /// left out, the call id the full text is kept under, the part unless it is the
-/// content, or why the full text was not kept (`stored`).
+/// content, or why the full text was not kept (`stored`). `lines` maps each
+/// line of `text` to the 1-based line of the stored text it shows, when `text`
+/// is a shaped copy (the marker's `offset` is a stored line).
 pub(crate) fn clamp_part(
     text: &str,
     max_bytes: usize,
     call_id: &str,
     part: Part,
     stored: &Stored,
+    lines: Option<&[usize]>,
 ) -> (String, Option<Omitted>) {
     if text.len() <= max_bytes {
         return (text.to_string(), None);
@@ -100,7 +108,10 @@ pub(crate) fn clamp_part(
     }
     let middle = &text[head_end..tail_start];
     let omitted = Omitted { lines: middle.matches('\n').count(), bytes: middle.len() };
-    let first_omitted = text[..head_end].matches('\n').count() + 1;
+    let mut first_omitted = text[..head_end].matches('\n').count() + 1;
+    if let Some(&stored_line) = lines.and_then(|map| map.get(first_omitted - 1)) {
+        first_omitted = stored_line;
+    }
     let part_arg = match part {
         Part::Content => String::new(),
         other => format!("\"part\": \"{}\", ", other.as_str()),
@@ -139,7 +150,7 @@ pub(crate) fn clamp_part(
 #[cfg(test)]
 mod tests {
     fn clamp(text: &str, max_bytes: usize, call_id: &str) -> (String, Option<Omitted>) {
-        clamp_part(text, max_bytes, call_id, Part::Content, &Stored::Kept)
+        clamp_part(text, max_bytes, call_id, Part::Content, &Stored::Kept, None)
     }
 
     use super::*;
@@ -177,17 +188,17 @@ mod tests {
     #[test]
     fn a_part_marker_names_the_part_or_says_it_was_not_kept() {
         let text: String = (0..1000).map(|i| format!("e{i}\n")).collect();
-        let (out, _) = clamp_part(&text, 500, "c9", Part::Error, &Stored::Kept);
+        let (out, _) = clamp_part(&text, 500, "c9", Part::Error, &Stored::Kept, None);
         assert!(
             out.contains(r#"call read_output with {"call_id": "c9", "part": "error", "offset": "#),
             "{out}"
         );
-        let (out, _) = clamp_part(&text, 500, "c9", Part::Display, &Stored::TooLarge);
+        let (out, _) = clamp_part(&text, 500, "c9", Part::Display, &Stored::TooLarge, None);
         assert!(out.contains("The whole display (4890 bytes) was too large for the output store"), "{out}");
         assert!(!out.contains("read_output"), "{out}");
         assert!(out.len() < 700);
         let gone = Stored::Failed("the output store at redis://127.0.0.1:1 is unreachable: refused".into());
-        let (out, _) = clamp_part(&text, 500, "c9", Part::Content, &gone);
+        let (out, _) = clamp_part(&text, 500, "c9", Part::Content, &gone, None);
         assert!(
             out.contains("The whole content (4890 bytes) could not be kept: the output store at redis://"),
             "{out}"

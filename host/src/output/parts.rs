@@ -6,11 +6,11 @@
 //! cut like content, and a code that is not a short word is refused.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Image, Omitted, OutputStore, Part, Stored, clamp_part};
+use super::shaping::{ShapeCall, keep_and_clamp};
+use super::{Image, Omitted, OutputStore, Part, Stored};
 use crate::error::{CallError, codes};
 use crate::limits::{Limits, json_nesting_exceeds};
 use crate::policy::Redactor;
@@ -44,6 +44,15 @@ pub(crate) struct Bounded {
     pub(crate) image: Option<Image>,
 }
 
+impl Bounded {
+    fn annotated(mut self, report: Option<super::ShapeReport>) -> Self {
+        if let Some(report) = report {
+            self.metadata = report.annotate(self.metadata.take());
+        }
+        self
+    }
+}
+
 impl Parts {
     /// Bytes of text the result carries: content, display and metadata text
     /// (what [`Limits::output_bytes`] bounds).
@@ -59,13 +68,15 @@ impl Parts {
     /// content is always kept; display and metadata only when the caller does
     /// not get them whole. Fails only when metadata within the bounds is not
     /// JSON (`bad_output`); `redactor` redacts the metadata (parsed, or as text
-    /// when it is kept unparsed).
+    /// when it is kept unparsed). The content is shaped when `shape` allows
+    /// ([`super::shaping`]).
     pub(crate) async fn bound(
         self,
         store: &OutputStore,
         call_id: &str,
         limits: &Limits,
         redactor: Option<&Redactor>,
+        shape: Option<&ShapeCall>,
     ) -> Result<Bounded, CallError> {
         let (metadata, image) = match self.metadata {
             None => (None, None),
@@ -79,28 +90,34 @@ impl Parts {
                 (rest, image)
             }
         };
-        let (output, omitted) =
-            keep_and_clamp(store, call_id, Part::Content, self.content, limits.clamp_bytes, true).await;
+        let content =
+            keep_and_clamp(store, call_id, Part::Content, self.content, limits.clamp_bytes, true, shape)
+                .await;
         let display = match self.display {
-            Some(text) => {
-                Some(keep_and_clamp(store, call_id, Part::Display, text, limits.display_bytes, false).await.0)
-            }
+            Some(text) => Some(
+                keep_and_clamp(store, call_id, Part::Display, text, limits.display_bytes, false, None)
+                    .await
+                    .text,
+            ),
             None => None,
         };
-        Ok(Bounded { output, omitted, display, metadata, image })
+        let bounded = Bounded { output: content.text, omitted: content.omitted, display, metadata, image };
+        Ok(bounded.annotated(content.report))
     }
 }
 
 /// `err` bounded for the call `call_id`: a code longer than a short word, or
 /// with spaces or control characters, becomes `bad_output`; a message over
-/// [`Limits::clamp_bytes`] is kept whole as the `error` part and cut. Every
-/// failed result is built through this, so no path returns an unbounded error.
+/// [`Limits::clamp_bytes`] is kept whole as the `error` part and cut, and
+/// shaped when `shape` allows (with what shaping did). Every failed result is
+/// built through this, so no path returns an unbounded error.
 pub(crate) async fn bound_error(
     store: &OutputStore,
     call_id: &str,
     mut err: CallError,
     limits: &Limits,
-) -> CallError {
+    shape: Option<&ShapeCall>,
+) -> (CallError, Option<super::ShapeReport>) {
     if err.code.len() > MAX_CODE_BYTES || !err.code.bytes().all(|b| b.is_ascii_graphic()) {
         let end = err.code.floor_char_boundary(MAX_CODE_BYTES);
         let why = format!(
@@ -112,33 +129,11 @@ pub(crate) async fn bound_error(
         err.message = if err.message.is_empty() { why } else { format!("{why}: {}", err.message) };
         err.code = codes::BAD_OUTPUT.to_string();
     }
-    if err.message.len() > limits.clamp_bytes {
-        let message = std::mem::take(&mut err.message);
-        err.message = keep_and_clamp(store, call_id, Part::Error, message, limits.clamp_bytes, false).await.0;
-    }
-    err
-}
-
-/// Keep `text` as `part` of `call_id` (always when `always`, else only when it
-/// is over `max_bytes`), then cut it to `max_bytes` with a marker saying where
-/// the whole is, or that it was too large to keep.
-async fn keep_and_clamp(
-    store: &OutputStore,
-    call_id: &str,
-    part: Part,
-    text: String,
-    max_bytes: usize,
-    always: bool,
-) -> (String, Option<Omitted>) {
-    if text.len() <= max_bytes && !always {
-        return (text, None);
-    }
-    if text.len() > store.max_bytes() {
-        return clamp_part(&text, max_bytes, call_id, part, &Stored::TooLarge);
-    }
-    let text: Arc<str> = text.into();
-    let stored = store.keep(call_id, part, text.clone(), text.len() > max_bytes).await;
-    clamp_part(&text, max_bytes, call_id, part, &stored)
+    let message = std::mem::take(&mut err.message);
+    let clamped =
+        keep_and_clamp(store, call_id, Part::Error, message, limits.clamp_bytes, false, shape).await;
+    err.message = clamped.text;
+    (err, clamped.report)
 }
 
 /// The metadata text of `call_id` as JSON, when within the bounds; else kept as
@@ -211,7 +206,7 @@ mod tests {
     async fn small_parts_pass_whole_and_only_the_content_is_kept() {
         let store = OutputStore::new(1 << 20);
         let out = parts("hi", Some("shown"), Some(r#"{"a": [1]}"#))
-            .bound(&store, "c", &limits(), None)
+            .bound(&store, "c", &limits(), None, None)
             .await
             .unwrap();
         assert_eq!((out.output.as_str(), out.display.as_deref()), ("hi", Some("shown")));
@@ -228,7 +223,7 @@ mod tests {
         let metadata = format!(r#"{{"k": "{}"}}"#, "v".repeat(100));
         let redactor = Redactor::new(&[("TOKEN".into(), "vvvvvvvvvv".into())]);
         let out = parts("x", Some(&display), Some(&metadata))
-            .bound(&store, "c", &limits(), Some(&redactor))
+            .bound(&store, "c", &limits(), Some(&redactor), None)
             .await
             .unwrap();
         let shown = out.display.unwrap();
@@ -244,10 +239,11 @@ mod tests {
     #[tokio::test]
     async fn deep_metadata_is_not_parsed_and_bad_json_is_bad_output() {
         let store = OutputStore::new(1 << 20);
-        let out = parts("", None, Some("[[[[1]]]]")).bound(&store, "c", &limits(), None).await.unwrap();
+        let out = parts("", None, Some("[[[[1]]]]")).bound(&store, "c", &limits(), None, None).await.unwrap();
         let reason = out.metadata.unwrap()["reason"].as_str().unwrap().to_string();
         assert!(reason.contains("deeper than 3 levels"), "{reason}");
-        let err = parts("", None, Some("{nope")).bound(&store, "d", &limits(), None).await.err().unwrap();
+        let err =
+            parts("", None, Some("{nope")).bound(&store, "d", &limits(), None, None).await.err().unwrap();
         assert_eq!(err.code, codes::BAD_OUTPUT);
     }
 
@@ -255,10 +251,11 @@ mod tests {
     async fn a_part_too_large_for_the_store_says_so() {
         let store = OutputStore::new(150);
         let out = parts("", None, Some(&format!("[{}0]", "0,".repeat(100))))
-            .bound(&store, "c", &limits(), None)
+            .bound(&store, "c", &limits(), None, None)
             .await;
         assert_eq!(out.unwrap().metadata.unwrap()["kept"], false);
-        let err = bound_error(&store, "c", CallError::new("boom", "e\n".repeat(100)), &limits()).await;
+        let err =
+            bound_error(&store, "c", CallError::new("boom", "e\n".repeat(100)), &limits(), None).await.0;
         assert!(err.message.contains("too large for the output store"), "{}", err.message);
         assert!(store.get_part("c", Part::Error).await.is_none());
     }
@@ -267,14 +264,14 @@ mod tests {
     async fn errors_are_kept_and_cut_and_bad_codes_refused() {
         let store = OutputStore::new(1 << 20);
         let message = "m\n".repeat(1000);
-        let err = bound_error(&store, "c", CallError::new("boom", message.clone()), &limits()).await;
+        let err = bound_error(&store, "c", CallError::new("boom", message.clone()), &limits(), None).await.0;
         assert_eq!(err.code, "boom");
         assert!(err.message.len() < 400 && err.message.contains(r#""part": "error""#), "{}", err.message);
         assert_eq!(store.get_part("c", Part::Error).await.as_deref(), Some(message.as_str()));
-        let short = bound_error(&store, "d", CallError::new("boom", "short"), &limits()).await;
+        let short = bound_error(&store, "d", CallError::new("boom", "short"), &limits(), None).await.0;
         assert_eq!(short, CallError::new("boom", "short"));
         for code in ["x".repeat(1 << 20), "two words".into(), "nl\n".into()] {
-            let err = bound_error(&store, "e", CallError::new(code, "why"), &Limits::default()).await;
+            let err = bound_error(&store, "e", CallError::new(code, "why"), &Limits::default(), None).await.0;
             assert_eq!(err.code, codes::BAD_OUTPUT);
             assert!(err.message.contains("invalid error code") && err.message.len() < 250, "{}", err.message);
         }

@@ -33,6 +33,7 @@ struct RawPolicy {
     #[serde(default)]
     servers: BTreeMap<Spanned<String>, super::servers::RawServer>,
     network: Option<RawNetwork>,
+    output: Option<RawOutput>,
 }
 
 /// `[network]`: what `--allow-private-network` says on the command line.
@@ -40,6 +41,14 @@ struct RawPolicy {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct RawNetwork {
     allow_private: Option<bool>,
+}
+
+/// `[output]`: how tool outputs reach the model.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawOutput {
+    /// Shape logs by what they are (default on; `raw: true` on a call bypasses it).
+    shape: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -229,6 +238,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
         tests,
         hooks,
         servers,
+        shape_output: raw.output.and_then(|o| o.shape),
     })
 }
 

@@ -225,9 +225,17 @@ pub struct Policy {
     pub hooks: Vec<HookEntry>,
     /// MCP servers whose tools join the registry (`[servers.NAME]`).
     pub servers: Vec<servers::ServerEntry>,
+    /// `[output] shape`, when the file sets it (unset: on): logs are shaped by
+    /// what they are for the tools that opt in.
+    pub shape_output: Option<bool>,
 }
 
 impl Policy {
+    /// Whether tool outputs are shaped by what they are (`[output] shape`, default on).
+    pub fn shapes_output(&self) -> bool {
+        self.shape_output != Some(false)
+    }
+
     /// Parse `text` as the policy file at `path`.
     pub fn parse(text: &str, path: &Path) -> Result<Self, PolicyError> {
         file::parse(text, path)

@@ -151,6 +151,9 @@ impl Policy {
         if private.allow_private_network.is_some() {
             self.allow_private_network = private.allow_private_network;
         }
+        if private.shape_output.is_some() {
+            self.shape_output = private.shape_output;
+        }
         if private.sections.builtins {
             self.builtins = private.builtins;
             self.sections.builtins = true;

@@ -13,7 +13,9 @@ and return what it printed, stdout and stderr interleaved in the order they were
 directories), has no network access, starts with a minimal environment (HOME is the work directory), gets no stdin, \
 and is killed together with everything it started after `timeout_ms` (default 120000, at most 600000). Very long \
 output is cut in the middle: the head and the tail are kept with a marker saying how much was left out, so \
-redirect big outputs to a file and search it. Exit status 0 is success; any other status fails with code \
+redirect big outputs to a file and search it. The output of a recognised build, test or install (cargo, pytest, \
+npm, go, make, …) is shaped: passing tests, progress and build steps are folded into markers naming read_output, \
+and every error, warning, panic and summary line is kept; `raw: true` returns it as printed. Exit status 0 is success; any other status fails with code \
 `command_failed`, and a command killed at its limit fails with `timeout`; both keep the output. Do not start \
 servers, watchers or interactive programs: the call waits until the command exits. In a git repository, the \
 files the command changed (modified, created, deleted; not those that were already dirty and left alone) are \
@@ -42,6 +44,9 @@ pub struct Args {
     /// Directory to run in, relative to the work directory (which is the default).
     #[serde(default)]
     pub cwd: String,
+    /// Return the output as printed, not shaped: by default the host folds the passing tests, progress and build steps of a recognised build, test or install log into markers naming read_output (every error, warning and summary line is kept).
+    #[serde(default)]
+    pub raw: bool,
 }
 
 fn default_timeout() -> u32 {
