@@ -275,7 +275,8 @@ fn signed_content(bundle: &Bundle) -> Result<Signed, OciError> {
             dsse: None,
             message_digest: match &message.message_digest {
                 Some(d) => Some((
-                    d.algorithm.to_ascii_lowercase().replace('_', ""),
+                    // Protobuf's `SHA2_256` is Rekor's `sha256`.
+                    d.algorithm.to_ascii_lowercase().replace("sha2_", "sha"),
                     hex::encode(b64("message digest", &d.digest)?),
                 )),
                 None => None,
