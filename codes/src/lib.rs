@@ -13,12 +13,12 @@
 //! | group | host-made | tool-made |
 //! | --- | --- | --- |
 //! | the call | [`UNKNOWN_TOOL`], [`INVALID_ARGS`] (the schema), [`CANCELLED`], [`TIMEOUT`], [`FUEL_EXHAUSTED`], [`MEMORY_LIMIT`], [`OUTPUT_LIMIT`], [`TRAP`], [`BAD_OUTPUT`], [`HOST_ERROR`], [`PERMISSION_DENIED`], [`JOURNAL_FAILED`], [`WRITE_QUOTA`] | [`INVALID_ARGS`] (well-typed but unusable arguments), [`TOOL_ERROR`] (a typed-export function's `result` error) |
-//! | MCP servers (`[servers.NAME]`) | [`SERVER_FAILED`] (could not start, stopped mid-call, backing off) | — |
+//! | MCP servers (`[servers.NAME]`) | [`SERVER_FAILED`] (could not start, stopped mid-call, backing off), its message starting with [`SERVER_CHANGED`] or [`SERVER_UNPINNED`] when the start was refused | — |
 //! | the host's native tools | [`OUTPUT_NOT_FOUND`], [`OUTPUT_STORE_UNAVAILABLE`] (`read_output`), [`RUN_TESTS_BUSY`], [`TESTS_FAILED`] (`run_tests`) | — |
 //! | loading a plugin (a load error, not a call's) | [`CAPABILITY_DENIED`], [`IDENTITY_MISMATCH`], [`TOOL_LIST_TOO_LARGE`], [`DUPLICATE_TOOL`] | — |
 //! | the filesystem | — (the sandbox refuses; the tool reports it) | [`NOT_FOUND`], [`PATH_ESCAPE`], [`PATH_TOO_LONG`], [`ACCESS_DENIED`], [`FORBIDDEN_PATH`], [`NO_FILESYSTEM`], [`IS_DIRECTORY`], [`NOT_A_DIRECTORY`], [`BINARY_FILE`], [`IO_ERROR`], [`NO_SPACE`]; `read_file`: [`FILE_TOO_LARGE`] (an image over 5 MiB); `edit_file`: [`NO_OP_EDIT`], [`OLD_STRING_NOT_FOUND`], [`OLD_STRING_NOT_UNIQUE`]; the changing tools: [`STALE_FILE`], [`IS_SYMLINK`], [`ALREADY_EXISTS`], [`ARTIFACT_NOT_FOUND`] |
 //! | the network (the pinned fetch) | [`BLOCKED_URL`], [`INVALID_URL`], [`HOST_NOT_ALLOWED`], [`METHOD_NOT_ALLOWED`], [`TOO_MANY_REDIRECTS`], [`TOO_LARGE`], [`TRANSPORT`], [`TIMEOUT`] (a `fetch-error` case the SDK names) | [`INVALID_URL`], [`METHOD_NOT_ALLOWED`] (checked before sending), [`UNSUPPORTED_CONTENT_TYPE`], [`INVALID_SEARCH_URL`]; the web tools' `http_<status>` (`http_404`, …), made at run time and not in [`ALL`] |
-//! | a community tool from a registry (a load error, or `toolhost add`/`publish` exiting 2) | [`SIGNATURE_MISSING`], [`SIGNATURE_INVALID`], [`DIGEST_MISMATCH`], [`REGISTRY_ERROR`], [`UNSUPPORTED_ARTIFACT`], [`INVALID_KEY`], and the network's [`TOO_LARGE`], [`BLOCKED_URL`], [`TOO_MANY_REDIRECTS`], [`TRANSPORT`], [`TIMEOUT`], [`NOT_FOUND`] | — |
+//! | a community tool from a registry (a load error, or `toolhost add`/`publish` exiting 2) | [`SIGNATURE_MISSING`], [`SIGNATURE_INVALID`], [`SIGNATURE_TLOG_INVALID`], [`SIGNATURE_SCT_INVALID`], [`SIGNATURE_CERTIFICATE_INVALID`], [`SIGNATURE_IDENTITY_MISMATCH`] (a Sigstore bundle), [`DIGEST_MISMATCH`], [`REGISTRY_ERROR`], [`UNSUPPORTED_ARTIFACT`], [`INVALID_KEY`], and the network's [`TOO_LARGE`], [`BLOCKED_URL`], [`TOO_MANY_REDIRECTS`], [`TRANSPORT`], [`TIMEOUT`], [`NOT_FOUND`] | — |
 //! | exec (starting a program) | [`PROGRAM_NOT_ALLOWED`], [`SHELL_NOT_ALLOWED`], [`ENV_NOT_ALLOWED`], [`BAD_CWD`], [`EXEC_BUSY`], [`SANDBOX_UNAVAILABLE`], [`SPAWN_FAILED`] (an `exec-error` case the SDK names; `run_tests` makes some itself) | [`COMMAND_FAILED`], [`TIMEOUT`], [`CANCELLED`] (how a program that ran failed) |
 
 #![no_std]
@@ -56,6 +56,13 @@ pub const TOOL_ERROR: &str = "tool_error";
 /// a limit, broke its stream) or is in its restart back-off; the message says which. It is started again on the
 /// next call (after the back-off).
 pub const SERVER_FAILED: &str = "server_failed";
+/// A stdio MCP server's files (its package: the entry's `package` tree) differ from the `package-sha256` its entry
+/// pins, so it was not started: the message names the first file that differs; see the changes and re-pin with
+/// `toolhost update-server NAME`.
+pub const SERVER_CHANGED: &str = "server_changed";
+/// A stdio MCP server's entry pins no package (`package` + `package-sha256`) and does not say `unpinned = true`, so
+/// it was not started: pin it with `toolhost update-server NAME`.
+pub const SERVER_UNPINNED: &str = "server_unpinned";
 /// The call wrote more to files than its write quota (`write-mib`) allows, and the write past it failed: write less, or raise the quota.
 pub const WRITE_QUOTA: &str = "write_quota";
 
@@ -181,6 +188,17 @@ pub const REGISTRY_ERROR: &str = "registry_error";
 pub const UNSUPPORTED_ARTIFACT: &str = "unsupported_artifact";
 /// A signing or public key could not be read: a wrong password, not a P-256 key, or not cosign's format.
 pub const INVALID_KEY: &str = "invalid_key";
+/// A keyless signature's transparency-log entry does not verify against the trusted root (another log, a signed entry
+/// timestamp, inclusion proof or checkpoint that does not verify), or logs something else: the message says which.
+pub const SIGNATURE_TLOG_INVALID: &str = "signature_tlog_invalid";
+/// A keyless signature's certificate embeds no SCT signed by a CT log of the trusted root: it was not logged for
+/// certificate transparency as the public instance's certificates are.
+pub const SIGNATURE_SCT_INVALID: &str = "signature_sct_invalid";
+/// A keyless signature's certificate does not chain to a CA of the trusted root, valid for code signing, at the time
+/// the log says it was signed (an expired or untrusted certificate).
+pub const SIGNATURE_CERTIFICATE_INVALID: &str = "signature_certificate_invalid";
+/// A keyless signature that verifies, by a subject or OIDC issuer the policy does not trust: the message names both.
+pub const SIGNATURE_IDENTITY_MISMATCH: &str = "signature_identity_mismatch";
 
 /// Every code above, grouped as they are defined.
 pub const ALL: &[&str] = &[
@@ -199,6 +217,8 @@ pub const ALL: &[&str] = &[
     JOURNAL_FAILED,
     TOOL_ERROR,
     SERVER_FAILED,
+    SERVER_CHANGED,
+    SERVER_UNPINNED,
     OUTPUT_NOT_FOUND,
     OUTPUT_STORE_UNAVAILABLE,
     RUN_TESTS_BUSY,
@@ -249,6 +269,10 @@ pub const ALL: &[&str] = &[
     REGISTRY_ERROR,
     UNSUPPORTED_ARTIFACT,
     INVALID_KEY,
+    SIGNATURE_TLOG_INVALID,
+    SIGNATURE_SCT_INVALID,
+    SIGNATURE_CERTIFICATE_INVALID,
+    SIGNATURE_IDENTITY_MISMATCH,
 ];
 
 /// Reserved metadata keys: the host takes these out of a tool's metadata and

@@ -89,6 +89,7 @@ pub use servers::{Refused, ReportedTool, ServerReport};
 /// An MCP server's command as the host resolves it (`toolhost add-server`): the
 /// program, the entry file its `sha256` pins, that file's digest.
 pub mod server_command {
+    pub use crate::servers::pin::{Bounds, Changes, Manifest, Node, Pins};
     pub use crate::servers::{entry_file, find_program, sha256_file};
 }
 pub use tokio_util::sync::CancellationToken;

@@ -43,7 +43,7 @@ fn direct() -> tokio::process::Command {
 fn policy_text() -> String {
     let script = script();
     format!(
-        "[servers.t]\ncommand = [\"/usr/bin/python3\", {:?}]\nread-dirs = [{:?}]\n",
+        "[servers.t]\ncommand = [\"/usr/bin/python3\", {:?}]\nread-dirs = [{:?}]\nunpinned = true\n",
         script.display().to_string(),
         script.parent().unwrap().display().to_string()
     )

@@ -28,7 +28,7 @@ fn script() -> PathBuf {
 fn entry(extra: &str) -> String {
     let script = script();
     format!(
-        "[servers.t]\ncommand = [\"/usr/bin/python3\", {:?}]\nread-dirs = [{:?}]\n{extra}\n",
+        "[servers.t]\ncommand = [\"/usr/bin/python3\", {:?}]\nread-dirs = [{:?}]\nunpinned = true\n{extra}\n",
         script.display().to_string(),
         script.parent().unwrap().display().to_string()
     )
@@ -429,7 +429,7 @@ async fn a_changed_entry_file_or_a_broken_entry_fails_cleanly() {
     std::fs::copy(script(), &copy).unwrap();
     let pin = toolhost::server_command::sha256_file(&copy).unwrap();
     let policy = format!(
-        "[servers.t]\ncommand = [\"/usr/bin/python3\", {:?}]\nread-dirs = [{:?}]\nsha256 = \"{pin}\"\n",
+        "[servers.t]\ncommand = [\"/usr/bin/python3\", {:?}]\nread-dirs = [{:?}]\nsha256 = \"{pin}\"\nunpinned = true\n",
         copy.display().to_string(),
         dir.path().display().to_string()
     );
@@ -447,7 +447,7 @@ async fn a_changed_entry_file_or_a_broken_entry_fails_cleanly() {
     let (code, message) = fails(&s.host, "anything", json!({})).await;
     assert_eq!(code, "server_failed");
     assert!(message.contains("no program `no-such-program-7`"), "{message}");
-    let quits = "[servers.t]\ncommand = [\"/bin/sh\", \"-c\", \"echo bye >&2; exit 1\"]\n";
+    let quits = "[servers.t]\ncommand = [\"/bin/sh\", \"-c\", \"echo bye >&2; exit 1\"]\nunpinned = true\n";
     let s = build(quits, NetworkSettings::default(), Limits::default(), Mode::Yolo).await;
     let (code, message) = fails(&s.host, "anything", json!({})).await;
     assert_eq!(code, "server_failed");
@@ -467,10 +467,12 @@ async fn a_published_server_runs_confined_and_answers() {
         index.display()
     );
     let pin = toolhost::server_command::sha256_file(&index).unwrap();
+    let package = toolhost::server_command::Manifest::walk(&dir, &Default::default()).unwrap().digest();
     let policy = format!(
         "[servers.memory]\ncommand = [\"node\", {:?}]\nsha256 = \"{pin}\"\nread-dirs = [{:?}]\n\
-         filesystem = \"read-write\"\nenv = [\"MEMORY_FILE_PATH\"]\n",
+         filesystem = \"read-write\"\nenv = [\"MEMORY_FILE_PATH\"]\npackage = {:?}\npackage-sha256 = \"{package}\"\n",
         index.display().to_string(),
+        dir.display().to_string(),
         dir.display().to_string()
     );
     let work = tempfile::tempdir().unwrap();

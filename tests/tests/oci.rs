@@ -14,6 +14,7 @@ use std::sync::Arc;
 use toolhost_tests::registry::{FaultServer, Registry, response};
 use toolhost_tests::{FSPROBE_WASM, HOSTILE_WASM, NET_WASM, test_config_dir, toolhost_bin};
 
+mod admission;
 mod keyless;
 mod sources;
 mod unsigned;

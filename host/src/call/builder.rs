@@ -320,11 +320,19 @@ impl HostBuilder {
         });
         let mut registry = Registry::new();
         let mut loaded = Vec::new();
-        for Source { name, bytes, grants, builtin } in self.sources().await? {
+        for Source { name, bytes, grants, builtin, unstored } in self.sources().await? {
             let mut plugin = match builtin {
                 Some(builtin) => Plugin::load_builtin(&engine, &linker, builtin, &grants).await?,
                 None => Plugin::load(&engine, &linker, &name, &bytes, &grants).await?,
             };
+            // A remote component reaches the store only once it loaded: pin and imports checked.
+            if let Some(unstored) = unstored {
+                unstored.keep(&bytes).map_err(|e| LoadError::Remote {
+                    plugin: name.clone(),
+                    code: e.code(),
+                    message: e.message().to_string(),
+                })?;
+            }
             plugin.resolve_exec(&search, work_dir.as_deref());
             let plugin = Arc::new(plugin);
             registry.register(plugin.clone())?;
@@ -407,6 +415,7 @@ impl HostBuilder {
                 host_env: self.host_env.clone().unwrap_or_else(|| std::env::vars().collect()),
                 child_limits: settings.limits.clone(),
                 allow_private: self.network.allow_private,
+                pins: data_dir.as_deref().map(crate::servers::pin::Pins::in_data_dir),
             };
             let max_message = self.limits.output_bytes.saturating_mul(2).max(1 << 20);
             crate::servers::Servers::new(&policy.servers, &host, exec.clone(), fetch.clone(), max_message)
@@ -484,8 +493,11 @@ impl HostBuilder {
     /// The component of a policy entry pinned in a registry (`oci://…@sha256:…`) or at
     /// a URL: from the OCI store in the cache dir (hashed, and its signatures verified
     /// against the entry's signers, again), else pulled by its pinned digest — never by
-    /// its tag.
-    async fn remote_component(&self, entry: &crate::policy::PluginEntry) -> Result<Vec<u8>, LoadError> {
+    /// its tag — and what to keep in the store once it has loaded.
+    async fn remote_component(
+        &self,
+        entry: &crate::policy::PluginEntry,
+    ) -> Result<(Vec<u8>, Option<crate::oci::pull::Unstored>), LoadError> {
         let refused = |e: crate::oci::OciError| LoadError::Remote {
             plugin: entry.name.clone(),
             code: e.code(),
@@ -517,14 +529,16 @@ impl HostBuilder {
                     &store,
                 )
                 .await
+                .map(|(bytes, unstored)| (bytes, Some(unstored)))
                 .map_err(refused)
             }
             EntrySource::Https(url) => {
                 crate::oci::pull::fetch_pinned_url(url, &entry.sha256, &settings, &store)
                     .await
+                    .map(|(bytes, unstored)| (bytes, Some(unstored)))
                     .map_err(refused)
             }
-            EntrySource::File(path) => crate::load::inspect::read_component(path),
+            EntrySource::File(path) => Ok((crate::load::inspect::read_component(path)?, None)),
         }
     }
 
@@ -558,7 +572,13 @@ impl HostBuilder {
                 if name == builtins::FS_PLUGIN {
                     fs_settings(&mut grants.env, &policy);
                 }
-                sources.push(Source { name: name.into(), bytes: Vec::new(), grants, builtin: Some(builtin) });
+                sources.push(Source {
+                    name: name.into(),
+                    bytes: Vec::new(),
+                    grants,
+                    builtin: Some(builtin),
+                    unstored: None,
+                });
             }
         }
         let entries = self.policy.as_ref().map(|p| p.plugins.as_slice()).unwrap_or_default();
@@ -566,11 +586,11 @@ impl HostBuilder {
         for entry in entries {
             let mut grants = entry.grants(&self.limits, self.network.allow_private, host_env());
             grants.env.extend(env_for(&entry.name));
-            let bytes = match &entry.source {
-                EntrySource::File(path) => read(path)?,
+            let (bytes, unstored) = match &entry.source {
+                EntrySource::File(path) => (read(path)?, None),
                 _ => self.remote_component(entry).await?,
             };
-            sources.push(Source::file(entry.name.clone(), bytes, grants));
+            sources.push(Source { unstored, ..Source::file(entry.name.clone(), bytes, grants) });
         }
         let listed = |path: &PathBuf| {
             let canonical = path.canonicalize().ok();
@@ -603,10 +623,12 @@ struct Source {
     bytes: Vec<u8>,
     grants: PluginGrants,
     builtin: Option<&'static builtins::Builtin>,
+    /// A remote component's store write, made once it has loaded.
+    unstored: Option<crate::oci::pull::Unstored>,
 }
 
 impl Source {
     fn file(name: String, bytes: Vec<u8>, grants: PluginGrants) -> Self {
-        Self { name, bytes, grants, builtin: None }
+        Self { name, bytes, grants, builtin: None, unstored: None }
     }
 }

@@ -70,11 +70,13 @@ enum Command {
         http: Box<ServeArgs>,
     },
     /// Show a component's tools, imports, what they ask for and its sha256, and the
-    /// policy entry `add` would write, without writing anything; or with --server
-    /// NAME, what the policy's MCP server NAME offers (it is started, confined) and
-    /// how it is confined.
+    /// policy entry `add` would write, without writing anything. FILE may be
+    /// oci://HOST[:PORT]/REPO:TAG: pulled into memory and its signature verified
+    /// (--trust-key, or --trust-identity/--trust-issuer/--trusted-root), then shown
+    /// with who signed it and the manifest digest. With --server NAME: what the
+    /// policy's MCP server NAME offers (it is started, confined) and how it is confined.
     Inspect {
-        /// The component file.
+        /// The component file, or oci://….
         #[arg(required_unless_present = "server")]
         file: Option<PathBuf>,
         /// The policy's MCP server to inspect ([servers.NAME]).
@@ -85,6 +87,10 @@ enum Command {
         json: bool,
         #[command(flatten)]
         entry: plugins::EntryArgs,
+        #[command(flatten)]
+        signers: remote::SignerArgs,
+        #[command(flatten)]
+        registry: registry::RegistryArgs,
         /// With --server: let its proxy reach private and loopback addresses.
         #[arg(long, requires = "server")]
         allow_private_network: bool,
@@ -126,9 +132,13 @@ enum Command {
     /// toolhost publish FILE.wasm oci://HOST[:PORT]/REPO:TAG [--key PREFIX.key].
     Publish(publish::PublishArgs),
     /// Approve an MCP server: start it confined, show its tools and sandbox, and
-    /// write its [servers.NAME] entry (the entry file's sha256 pinned):
+    /// write its [servers.NAME] entry (its package's files and entry file pinned):
     /// toolhost add-server NAME -- PROG ARGS…
     AddServer(servers::AddServerArgs),
+    /// Walk an MCP server's package again, show which files were added, removed or
+    /// changed since it was pinned, and re-pin it when you agree (--yes for scripts):
+    /// toolhost update-server NAME
+    UpdateServer(servers::UpdateServerArgs),
     /// Trust the work dir's policy file as it is now: record its sha256 outside the
     /// work dir. A toolhost.toml inside the work dir that grants anything takes effect
     /// only when its exact bytes are trusted (a tool or a cloned repository may have
@@ -563,15 +573,22 @@ pub(crate) fn main() -> ExitCode {
             Command::Call { name, args, host, json } => {
                 commands::call(&host, &name, args.as_deref(), json).await
             }
-            Command::Inspect { file, server, json, entry, allow_private_network } => match (file, server) {
-                (_, Some(name)) => {
-                    let args = entry.policy_args(allow_private_network);
-                    servers::inspect(&name, &args, json).await
+            Command::Inspect { file, server, json, entry, signers, registry, allow_private_network } => {
+                match (file, server) {
+                    (_, Some(name)) => {
+                        let args = entry.policy_args(allow_private_network);
+                        servers::inspect(&name, &args, json).await
+                    }
+                    (Some(file), None) if file.to_str().is_some_and(|f| f.starts_with("oci://")) => {
+                        remote::inspect(file.to_str().unwrap_or_default(), &entry, &signers, &registry, json)
+                            .await
+                    }
+                    (Some(file), None) => plugins::inspect(&file, &entry, json).await,
+                    (None, None) => unreachable!("clap requires FILE or --server"),
                 }
-                (Some(file), None) => plugins::inspect(&file, &entry, json).await,
-                (None, None) => unreachable!("clap requires FILE or --server"),
-            },
+            }
             Command::AddServer(args) => servers::add(&args).await,
+            Command::UpdateServer(args) => servers::update(&args).await,
             Command::Add { source, entry, signers, registry } => {
                 if source.contains("://") {
                     remote::add(&source, &entry, &signers, &registry).await

@@ -101,7 +101,8 @@ pub(crate) async fn add(
         if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
             bail!("--sha256: `{sha256}` is not 64 hex digits");
         }
-        let bytes = fetch_pinned_url(&url, sha256, &registry.settings(), &store()?).await?;
+        // Checked in memory (hash, imports); stored only once admitted.
+        let (bytes, unstored) = fetch_pinned_url(&url, sha256, &registry.settings(), &store()?).await?;
         let candidate = Candidate {
             label: url.to_string(),
             bytes,
@@ -112,6 +113,7 @@ pub(crate) async fn add(
         let (report, draft) = examine(&candidate, args).await?;
         print_report(&mut out, &candidate.label, &report, &draft)?;
         admit(&report, &draft, args)?;
+        unstored.keep(&candidate.bytes)?;
         write_entry(&draft, args, &mut out)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -135,6 +137,47 @@ pub(crate) async fn add(
     pulled.keep(&store)?;
     write_entry(&draft, args, &mut out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost inspect oci://…`: pulled into memory, verified, shown; nothing written.
+pub(crate) async fn inspect(
+    source: &str,
+    args: &EntryArgs,
+    signers: &SignerArgs,
+    registry: &RegistryArgs,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let reference = OciRef::parse(source)?;
+    let (trust, remote) = signers.trust(args, registry.plain_http)?;
+    let client = registry.client(&reference)?;
+    let pulled = pull(&reference, &client, Some(&trust), &store()?).await?;
+    let candidate = Candidate {
+        label: pulled.reference.to_string(),
+        bytes: pulled.component.clone(),
+        source: pulled.reference.to_string(),
+        stem: stem_of(reference.repository()),
+        remote: Some(remote),
+    };
+    let (report, draft) = examine(&candidate, args).await?;
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let doc = serde_json::json!({
+            "source": candidate.label,
+            "manifest": pulled.digest,
+            "signed_by": pulled.signer.as_ref().map(ToString::to_string),
+            "sha256": report.sha256,
+            "imports": report.imports,
+            "requested": report.requested,
+            "tools": report.tools,
+            "entry": toolhost::policy::plugin_entry_toml(&draft),
+            "refused": report.refused.as_ref().map(|e| e.to_string()),
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        print_report(&mut out, &candidate.label, &report, &draft)?;
+        print_provenance(&mut out, &pulled)?;
+    }
+    Ok(if report.refused.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 fn print_provenance(out: &mut impl Write, pulled: &Pulled) -> std::io::Result<()> {
@@ -244,7 +287,7 @@ pub(crate) async fn update(args: &NameArgs, registry: &RegistryArgs, yes: bool) 
 }
 
 /// Ask a yes/no question on the terminal; `false` without one.
-fn confirm(question: &str) -> anyhow::Result<bool> {
+pub(crate) fn confirm(question: &str) -> anyhow::Result<bool> {
     if !std::io::stdin().is_terminal() {
         return Ok(false);
     }

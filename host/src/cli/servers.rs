@@ -1,6 +1,8 @@
-//! `toolhost inspect --server NAME` and `toolhost add-server NAME -- PROG ARGS…`:
-//! what an MCP server offers and how it is confined (it is started, confined, to
-//! list its tools), and its `[servers.NAME]` entry (written by `add-server`).
+//! `toolhost inspect --server NAME`, `toolhost add-server NAME -- PROG ARGS…` and
+//! `toolhost update-server NAME`: what an MCP server offers and how it is confined
+//! (it is started, confined, to list its tools), its `[servers.NAME]` entry (written
+//! by `add-server`, its package pinned whole), and what changed in its files since
+//! (`update-server`, which re-pins them once the user agrees).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,7 +10,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use toolhost::policy::{POLICY_FILE, ServerEntryDraft, server_entry_toml};
+use toolhost::policy::servers::ServerTransport;
+use toolhost::policy::{POLICY_FILE, ServerEntryDraft, ServerPinDraft, server_entry_toml, with_server_pin};
+use toolhost::server_command::{Bounds, Manifest, Pins};
 use toolhost::{FsGrant, Host, HostPattern, Policy, ServerReport};
 
 /// Where the server's entry is, and who looks.
@@ -96,15 +100,72 @@ pub(crate) struct AddServerArgs {
     /// The default deadline of a call to one of its tools.
     #[arg(long, value_name = "MS")]
     timeout_ms: Option<i64>,
+    /// The files to pin (a directory, walked whole, or one file); default: the entry
+    /// file's `node_modules` or `site-packages`, else its directory (or the file alone
+    /// when that directory is a system dir or holds the work dir).
+    #[arg(long, value_name = "PATH", conflicts_with = "unpinned")]
+    package: Option<PathBuf>,
+    /// Pin no package: it starts whatever its files become (`unpinned = true`).
+    #[arg(long)]
+    unpinned: bool,
+}
+
+/// `toolhost update-server`'s arguments.
+#[derive(Args)]
+pub(crate) struct UpdateServerArgs {
+    /// The entry (`servers.NAME`).
+    name: String,
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// Re-pin without asking (scripts; without a terminal nothing is rewritten otherwise).
+    #[arg(long)]
+    yes: bool,
 }
 
 /// Directories a server reads anyway: never added to `read-dirs`.
 const SYSTEM: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 
+/// The package an entry file belongs to: its `node_modules` (or `site-packages`,
+/// `dist-packages`), else its directory — or the file alone when that directory is a
+/// system dir, `/`, or holds the work dir `work` (whose files change by design).
+fn package_of(entry: &Path, work: &Path) -> PathBuf {
+    let named = ["node_modules", "site-packages", "dist-packages"];
+    if let Some(dir) =
+        entry.ancestors().find(|a| a.file_name().is_some_and(|n| named.iter().any(|m| n == *m)))
+    {
+        return dir.to_path_buf();
+    }
+    match entry.parent() {
+        Some(dir)
+            if dir != Path::new("/")
+                && !work.starts_with(dir)
+                && !SYSTEM.iter().any(|s| dir.starts_with(s)) =>
+        {
+            dir.to_path_buf()
+        }
+        _ => entry.to_path_buf(),
+    }
+}
+
+/// Where pinned packages' file lists are kept: the data dir's `server-pins`.
+fn pins() -> anyhow::Result<Pins> {
+    let data = toolhost::default_data_dir().context("no data dir is known (set TOOLHOST_DATA_DIR)")?;
+    Ok(Pins::in_data_dir(&data))
+}
+
+/// Walk the package at `root`, keep its file list, and say what pins it.
+fn pin_package(root: &Path, entry_sha256: Option<String>) -> anyhow::Result<(ServerPinDraft, Manifest)> {
+    let manifest = Manifest::walk(root, &Bounds::default()).map_err(anyhow::Error::msg)?;
+    let digest = pins()?.keep(&manifest).map_err(anyhow::Error::msg)?;
+    let pin =
+        ServerPinDraft { package: root.display().to_string(), package_sha256: digest, sha256: entry_sha256 };
+    Ok((pin, manifest))
+}
+
 impl AddServerArgs {
     /// The entry these arguments describe: the program resolved, the entry file's
     /// sha256 pinned, the read-dirs it needs added.
-    fn draft(&self, policy: &Policy) -> anyhow::Result<(ServerEntryDraft, PathBuf)> {
+    fn draft(&self, policy: &Policy) -> anyhow::Result<(ServerEntryDraft, PathBuf, Option<PathBuf>)> {
         let work = self
             .policy
             .work_dir
@@ -133,6 +194,11 @@ impl AddServerArgs {
             .find(|a| a.file_name().is_some_and(|n| n == "node_modules" || n == "site-packages"))
             .or_else(|| entry.parent())
             .map(Path::to_path_buf);
+        let pinned = match &self.package {
+            Some(dir) => Some(dir.canonicalize().with_context(|| format!("--package {}", dir.display()))?),
+            None if self.unpinned => None,
+            None => Some(package_of(&entry, &work)),
+        };
         let canonical = program.canonicalize().unwrap_or(program.clone());
         let prefix = canonical.parent().and_then(Path::parent).map(Path::to_path_buf);
         for dir in [package, prefix].into_iter().flatten() {
@@ -160,7 +226,7 @@ impl AddServerArgs {
             env: self.env.clone(),
             limits,
         };
-        Ok((draft, entry))
+        Ok((draft, entry, pinned))
     }
 }
 
@@ -212,21 +278,126 @@ pub(crate) async fn add(args: &AddServerArgs) -> anyhow::Result<ExitCode> {
     let path = args.policy.policy_path();
     let existing = Policy::discover(args.policy.policy.as_deref(), &args.policy.work_dir)
         .or_else(|_| Ok::<_, anyhow::Error>(Policy::default()))?;
-    let (draft, entry) = args.draft(&existing)?;
-    let text = server_entry_toml(&draft);
+    let (draft, entry, package) = args.draft(&existing)?;
+    let pin = package.as_deref().map(|root| pin_package(root, draft.sha256.clone())).transpose()?;
+    let text = with_server_pin(&server_entry_toml(&draft), &draft.name, pin.as_ref().map(|(p, _)| p));
     let mut policy = Policy::parse(&text, &path)?;
     policy.exec = existing.exec.clone();
     let report = args.policy.report(policy, &args.name).await?;
     let mut out = std::io::stdout().lock();
     print_report(&mut out, &report)?;
     writeln!(out, "entry file: {} (its sha256 is pinned)", entry.display())?;
+    match &pin {
+        Some((pin, manifest)) => {
+            let (files, bytes) = manifest.totals();
+            writeln!(
+                out,
+                "package: {} ({files} files, {bytes} bytes; every file pinned by package-sha256 {})",
+                pin.package, pin.package_sha256
+            )?;
+        }
+        None => writeln!(out, "package: not pinned (--unpinned): it starts whatever its files become")?,
+    }
     writeln!(out, "policy entry:\n{text}")?;
     if let Some(error) = &report.error {
         bail!("not added: {error}");
     }
     let config = super::trust::before_rewrite(&path, &args.policy.work_dir)?;
     toolhost::policy::write_server_entry(&path, &draft)?;
+    toolhost::policy::set_server_pin(&path, &draft.name, pin.as_ref().map(|(p, _)| p))?;
     super::trust::after_rewrite(&path, config.as_ref())?;
     writeln!(out, "added servers.{} to {} (and trusted it as it is now)", draft.name, path.display())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// At most this many paths of each kind are listed by `update-server`.
+const MAX_LISTED: usize = 200;
+
+/// `toolhost update-server NAME`: walk the server's package again, show what changed
+/// since it was pinned, and re-pin it once the user agrees.
+pub(crate) async fn update(args: &UpdateServerArgs) -> anyhow::Result<ExitCode> {
+    let path = args.policy.policy_path();
+    // Only a policy the user trusts as it is now is rewritten.
+    let config = super::trust::before_rewrite(&path, &args.policy.work_dir)?;
+    let policy = Policy::load(&path)?;
+    let entry = policy
+        .servers
+        .iter()
+        .find(|s| s.name == args.name)
+        .with_context(|| format!("{}: no entry servers.{}", path.display(), args.name))?;
+    let ServerTransport::Stdio(stdio) = &entry.transport else {
+        bail!("servers.{} is reached over HTTP: it has no files here to pin", entry.name);
+    };
+    let work =
+        args.policy.work_dir.canonicalize().with_context(|| args.policy.work_dir.display().to_string())?;
+    let cwd = match &stdio.cwd {
+        Some(dir) => dir.canonicalize().with_context(|| dir.display().to_string())?,
+        None => work.clone(),
+    };
+    let program = toolhost::server_command::find_program(&stdio.command[0], &cwd, &policy.exec.search_path())
+        .map_err(anyhow::Error::msg)?;
+    let entry_file = toolhost::server_command::entry_file(&stdio.command, &cwd, &program);
+    let entry_sha = toolhost::server_command::sha256_file(&entry_file).map_err(anyhow::Error::msg)?;
+    let root =
+        stdio.package.as_ref().map(|p| p.root.clone()).unwrap_or_else(|| package_of(&entry_file, &work));
+    let now = Manifest::walk(&root, &Bounds::default()).map_err(anyhow::Error::msg)?;
+    let digest = now.digest();
+    let mut out = std::io::stdout().lock();
+    let same_entry = stdio.sha256.as_ref().is_none_or(|sha| *sha == entry_sha);
+    if stdio.package.as_ref().is_some_and(|p| p.sha256 == digest) && same_entry {
+        writeln!(out, "servers.{} is up to date: {} still hashes to {digest}", entry.name, root.display())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (files, bytes) = now.totals();
+    writeln!(out, "servers.{}: package {} ({files} files, {bytes} bytes)", entry.name, root.display())?;
+    match &stdio.package {
+        None => writeln!(out, "  not pinned until now")?,
+        Some(pin) => {
+            writeln!(out, "  package-sha256: {} -> {digest}", pin.sha256)?;
+            match pins()?.get(&pin.sha256) {
+                None => {
+                    writeln!(out, "  (the pinned file list is not kept here: what changed cannot be shown)")?
+                }
+                Some(old) => print_changes(&mut out, &old.changes(&now))?,
+            }
+        }
+    }
+    if !same_entry {
+        writeln!(
+            out,
+            "  entry file {}: sha256 {} -> {entry_sha}",
+            entry_file.display(),
+            stdio.sha256.as_deref().unwrap_or("")
+        )?;
+    }
+    if !(args.yes || super::remote::confirm(&format!("re-pin servers.{} to {digest}?", entry.name))?) {
+        writeln!(out, "not re-pinned (answer y, or pass --yes)")?;
+        return Ok(ExitCode::from(1));
+    }
+    pins()?.keep(&now).map_err(anyhow::Error::msg)?;
+    let pin = ServerPinDraft {
+        package: root.display().to_string(),
+        package_sha256: digest,
+        sha256: stdio.sha256.as_ref().map(|_| entry_sha),
+    };
+    toolhost::policy::set_server_pin(&path, &entry.name, Some(&pin))?;
+    super::trust::after_rewrite(&path, config.as_ref())?;
+    writeln!(out, "re-pinned servers.{} in {}", entry.name, path.display())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The added (`+`), removed (`-`) and changed (`~`) paths, at most [`MAX_LISTED`] of each.
+fn print_changes(out: &mut impl Write, changes: &toolhost::server_command::Changes) -> std::io::Result<()> {
+    if changes.is_empty() {
+        return writeln!(out, "  files: unchanged");
+    }
+    for (mark, paths) in [("+", &changes.added), ("-", &changes.removed), ("~", &changes.changed)] {
+        for path in paths.iter().take(MAX_LISTED) {
+            writeln!(out, "  {mark} {path}")?;
+        }
+        if paths.len() > MAX_LISTED {
+            writeln!(out, "  {mark} … and {} more", paths.len() - MAX_LISTED)?;
+        }
+    }
+    Ok(())
 }

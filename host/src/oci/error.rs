@@ -44,6 +44,19 @@ pub enum OciError {
     /// Signatures that do not verify.
     #[error("{code}: {0}", code = codes::SIGNATURE_INVALID)]
     SignatureInvalid(String),
+    /// A keyless signature's transparency-log entry does not verify (its log, SET,
+    /// inclusion proof or checkpoint), or is for something else.
+    #[error("{code}: {0}", code = codes::SIGNATURE_TLOG_INVALID)]
+    TlogInvalid(String),
+    /// A keyless certificate without an SCT from a trusted CT log.
+    #[error("{code}: {0}", code = codes::SIGNATURE_SCT_INVALID)]
+    SctInvalid(String),
+    /// A keyless certificate that does not chain to a trusted CA at signing time.
+    #[error("{code}: {0}", code = codes::SIGNATURE_CERTIFICATE_INVALID)]
+    CertificateInvalid(String),
+    /// A valid keyless signature by an identity (subject, issuer) that is not trusted.
+    #[error("{code}: {0}", code = codes::SIGNATURE_IDENTITY_MISMATCH)]
+    IdentityMismatch(String),
     /// A key (or a trusted root) that cannot be read or used.
     #[error("{code}: {0}", code = codes::INVALID_KEY)]
     Key(String),
@@ -68,6 +81,10 @@ impl OciError {
             Self::Unsupported(_) => codes::UNSUPPORTED_ARTIFACT,
             Self::SignatureMissing(_) => codes::SIGNATURE_MISSING,
             Self::SignatureInvalid(_) => codes::SIGNATURE_INVALID,
+            Self::TlogInvalid(_) => codes::SIGNATURE_TLOG_INVALID,
+            Self::SctInvalid(_) => codes::SIGNATURE_SCT_INVALID,
+            Self::CertificateInvalid(_) => codes::SIGNATURE_CERTIFICATE_INVALID,
+            Self::IdentityMismatch(_) => codes::SIGNATURE_IDENTITY_MISMATCH,
             Self::Key(_) => codes::INVALID_KEY,
             Self::Store(_) => codes::IO_ERROR,
         }
@@ -88,6 +105,10 @@ impl OciError {
             | Self::Unsupported(m)
             | Self::SignatureMissing(m)
             | Self::SignatureInvalid(m)
+            | Self::TlogInvalid(m)
+            | Self::SctInvalid(m)
+            | Self::CertificateInvalid(m)
+            | Self::IdentityMismatch(m)
             | Self::Key(m)
             | Self::Store(m) => m,
         }

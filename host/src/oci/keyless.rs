@@ -16,9 +16,13 @@
 //!    log's time, not now, is what counts), within the CA's `validFor`;
 //! 4. the signature verifies over the payload with the certificate's key;
 //! 5. the certificate's subject (SAN email or URI) and issuer (the Fulcio issuer
-//!    extension, v2 `1.3.6.1.4.1.57264.1.8` or v1 `.1.1`) equal a trusted identity.
+//!    extension, v2 `1.3.6.1.4.1.57264.1.8` or v1 `.1.1`) equal a trusted identity;
+//! 6. when the trusted root lists CT logs (`ctlogs`, as the public instance's does),
+//!    the certificate embeds an SCT one of them signed ([`super::sct`]).
 //!
-//! Not checked: certificate transparency SCTs (`ctlogs`) and RFC 3161 timestamps.
+//! Not checked: RFC 3161 timestamps. Sigstore bundles (`.sigstore.json`), with their
+//! inclusion proofs and checkpoints, are verified by [`super::bundle`] with the same
+//! root and the same certificate checks.
 
 use std::fmt;
 use std::time::Duration;
@@ -31,7 +35,9 @@ use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
 use super::OciError;
 use super::keys::{PublicKey, pem_decode_all};
+use super::sct::CtLog;
 use super::sign::SignatureLayer;
+use super::tlog::{EntryClaim, verify_set};
 
 /// The code-signing extended key usage (1.3.6.1.5.5.7.3.3), DER content bytes.
 const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
@@ -63,6 +69,7 @@ impl fmt::Display for Identity {
 pub struct TrustedRoot {
     cas: Vec<Authority>,
     logs: Vec<Log>,
+    ct_logs: Vec<CtLog>,
 }
 
 #[derive(Debug, Clone)]
@@ -73,9 +80,9 @@ struct Authority {
 }
 
 #[derive(Debug, Clone)]
-struct Log {
-    key_id: Vec<u8>,
-    key: PublicKey,
+pub(crate) struct Log {
+    pub(crate) key_id: Vec<u8>,
+    pub(crate) key: PublicKey,
     valid: Validity,
 }
 
@@ -96,6 +103,8 @@ impl Validity {
 struct RawRoot {
     #[serde(default)]
     tlogs: Vec<RawLog>,
+    #[serde(default)]
+    ctlogs: Vec<RawLog>,
     #[serde(default)]
     certificate_authorities: Vec<RawAuthority>,
 }
@@ -176,6 +185,19 @@ impl TrustedRoot {
             let valid = validity(log.public_key.valid_for.as_ref()).map_err(bad)?;
             logs.push(Log { key_id: b64(&log.log_id.key_id)?, key, valid });
         }
+        let mut ct_logs = Vec::new();
+        for log in &raw.ctlogs {
+            let spki = b64(&log.public_key.raw_bytes)?;
+            let Ok(key) = PublicKey::from_spki(&spki) else { continue };
+            let valid = validity(log.public_key.valid_for.as_ref()).map_err(bad)?;
+            let ms = |t: Option<i64>| t.map(|t| t.saturating_mul(1000));
+            ct_logs.push(CtLog {
+                id: b64(&log.log_id.key_id)?,
+                key,
+                start_ms: ms(valid.start),
+                end_ms: ms(valid.end),
+            });
+        }
         let mut cas = Vec::new();
         for ca in &raw.certificate_authorities {
             let chain = ca
@@ -194,8 +216,84 @@ impl TrustedRoot {
                 "needs at least one certificate authority and one P-256 transparency log key".into()
             ));
         }
-        Ok(Self { cas, logs })
+        Ok(Self { cas, logs, ct_logs })
     }
+
+    /// The transparency log with id `key_id` whose key was valid at `time`.
+    pub(crate) fn log(&self, key_id: &[u8], time: i64) -> Option<&Log> {
+        self.logs.iter().find(|l| l.key_id == key_id && l.valid.contains(time))
+    }
+
+    /// Check that `leaf` (with `extra` intermediates) chains to a CA of this root that
+    /// was valid at `time`, with the code-signing usage, at `time`; the issuer's
+    /// SubjectPublicKeyInfo (DER).
+    pub(crate) fn chain_at(&self, leaf: &[u8], extra: &[Vec<u8>], time: i64) -> Result<Vec<u8>, String> {
+        let leaf_der = CertificateDer::from(leaf);
+        let end_entity = webpki::EndEntityCert::try_from(&leaf_der)
+            .map_err(|e| format!("the certificate does not parse: {e}"))?;
+        let at = UnixTime::since_unix_epoch(Duration::from_secs(u64::try_from(time).unwrap_or(0)));
+        let algorithms = [
+            webpki::ring::ECDSA_P256_SHA256,
+            webpki::ring::ECDSA_P256_SHA384,
+            webpki::ring::ECDSA_P384_SHA384,
+            webpki::ring::ECDSA_P384_SHA256,
+        ];
+        let mut why = String::from("no certificate authority of the trusted root is valid at the log's time");
+        for ca in self.cas.iter().filter(|ca| ca.valid.contains(time)) {
+            // Lists put the root first or last: every certificate listed may anchor.
+            let anchors = ca
+                .chain
+                .iter()
+                .map(|c| {
+                    webpki::anchor_from_trusted_cert(&CertificateDer::from(c.as_slice()))
+                        .map(|a| a.to_owned())
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("a trusted CA: {e}"))?;
+            let intermediates: Vec<CertificateDer<'_>> =
+                ca.chain.iter().chain(extra).map(|c| CertificateDer::from(c.as_slice())).collect();
+            match end_entity.verify_for_usage(
+                &algorithms,
+                &anchors,
+                &intermediates,
+                at,
+                webpki::KeyUsage::required(CODE_SIGNING),
+                None,
+                None,
+            ) {
+                Ok(_) => return issuer_spki(leaf, ca.chain.iter().chain(extra)),
+                Err(e) => {
+                    why = format!("the certificate does not chain to a trusted CA at the log's time: {e}")
+                }
+            }
+        }
+        Err(why)
+    }
+
+    /// Check the SCTs `leaf` embeds when this root lists CT logs (see [`super::sct`]).
+    pub(crate) fn check_sct(&self, leaf: &[u8], issuer_spki: &[u8]) -> Result<(), String> {
+        if self.ct_logs.is_empty() {
+            return Ok(());
+        }
+        super::sct::verify_embedded(leaf, issuer_spki, &self.ct_logs)
+    }
+
+    /// The issuing CA's SubjectPublicKeyInfo for `leaf`, if one of the CAs is its issuer.
+    pub(crate) fn issuer_of(&self, leaf: &[u8]) -> Result<Vec<u8>, String> {
+        issuer_spki(leaf, self.cas.iter().flat_map(|ca| ca.chain.iter()))
+    }
+}
+
+/// The SubjectPublicKeyInfo of the certificate among `candidates` whose subject is
+/// `leaf`'s issuer.
+fn issuer_spki<'c>(leaf: &[u8], candidates: impl Iterator<Item = &'c Vec<u8>>) -> Result<Vec<u8>, String> {
+    let (_, cert) = X509Certificate::from_der(leaf).map_err(|e| format!("the certificate: {e}"))?;
+    let issuer = cert.issuer().as_raw();
+    candidates
+        .filter_map(|c| X509Certificate::from_der(c).ok().map(|(_, c)| c))
+        .find(|c| c.subject().as_raw() == issuer)
+        .map(|c| c.public_key().raw.to_vec())
+        .ok_or_else(|| "the certificate's issuer is not among the trusted CAs".into())
 }
 
 /// cosign's Rekor bundle.
@@ -270,53 +368,25 @@ pub(crate) fn verify_keyless(
     let time = check_log_entry(&bundle, root)?;
     check_entry(&bundle.payload.body, payload, signature, &leaf)?;
 
+    let extra: Vec<Vec<u8>> =
+        layer.chain.as_deref().map(|c| pem_decode_all(c, "CERTIFICATE")).unwrap_or_default();
+    let issuer = root.chain_at(&leaf, &extra, time)?;
+    root.check_sct(&leaf, &issuer)?;
     let leaf_der = CertificateDer::from(leaf.as_slice());
     let end_entity = webpki::EndEntityCert::try_from(&leaf_der)
         .map_err(|e| format!("the certificate does not parse: {e}"))?;
-    let extra: Vec<Vec<u8>> =
-        layer.chain.as_deref().map(|c| pem_decode_all(c, "CERTIFICATE")).unwrap_or_default();
-    let at = UnixTime::since_unix_epoch(Duration::from_secs(u64::try_from(time).unwrap_or(0)));
-    let algorithms = [
-        webpki::ring::ECDSA_P256_SHA256,
-        webpki::ring::ECDSA_P256_SHA384,
-        webpki::ring::ECDSA_P384_SHA384,
-        webpki::ring::ECDSA_P384_SHA256,
-    ];
-    let mut chained = false;
-    let mut why = String::from("no certificate authority of the trusted root is valid at the log's time");
-    for ca in root.cas.iter().filter(|ca| ca.valid.contains(time)) {
-        let (anchor, intermediates) = ca.chain.split_last().ok_or("an empty chain")?;
-        let anchor_der = CertificateDer::from(anchor.as_slice());
-        let anchors =
-            [webpki::anchor_from_trusted_cert(&anchor_der).map_err(|e| format!("a trusted CA: {e}"))?];
-        let intermediates: Vec<CertificateDer<'_>> =
-            intermediates.iter().chain(&extra).map(|c| CertificateDer::from(c.as_slice())).collect();
-        match end_entity.verify_for_usage(
-            &algorithms,
-            &anchors,
-            &intermediates,
-            at,
-            webpki::KeyUsage::required(CODE_SIGNING),
-            None,
-            None,
-        ) {
-            Ok(_) => {
-                chained = true;
-                break;
-            }
-            Err(e) => why = format!("the certificate does not chain to a trusted CA at the log's time: {e}"),
-        }
-    }
-    if !chained {
-        return Err(why);
-    }
     let signed = [webpki::ring::ECDSA_P256_SHA256, webpki::ring::ECDSA_P384_SHA384]
         .iter()
         .any(|alg| end_entity.verify_signature(*alg, payload, signature).is_ok());
     if !signed {
         return Err("the signature does not verify with the certificate's key".into());
     }
-    let (subjects, issuer) = identity_of(&leaf)?;
+    trusted_identity(&leaf, identities)
+}
+
+/// The identity among `identities` that the certificate `leaf` names.
+pub(crate) fn trusted_identity(leaf: &[u8], identities: &[Identity]) -> Result<Identity, String> {
+    let (subjects, issuer) = identity_of(leaf)?;
     identities
         .iter()
         .find(|id| Some(&id.issuer) == issuer.as_ref() && subjects.contains(&id.subject))
@@ -335,23 +405,16 @@ fn check_log_entry(bundle: &Bundle, root: &TrustedRoot) -> Result<i64, String> {
     let p = &bundle.payload;
     let log_id = hex::decode(&p.log_id).map_err(|_| "the bundle's logID is not hex")?;
     let log = root
-        .logs
-        .iter()
-        .find(|l| l.key_id == log_id && l.valid.contains(p.integrated_time))
+        .log(&log_id, p.integrated_time)
         .ok_or_else(|| format!("logged in {}, not a transparency log of the trusted root", p.log_id))?;
-    // The canonical JSON of the payload: keys sorted, no spaces (the values are a base64
-    // string, two integers and a hex string, which need no escaping).
-    let canonical = format!(
-        r#"{{"body":{},"integratedTime":{},"logID":{},"logIndex":{}}}"#,
-        serde_json::Value::from(p.body.as_str()),
-        p.integrated_time,
-        serde_json::Value::from(p.log_id.as_str()),
-        p.log_index
-    );
     let set = STANDARD.decode(&bundle.set).map_err(|_| "the SET is not base64")?;
-    if !log.key.verifies(canonical.as_bytes(), &set) {
-        return Err("the transparency log's signed entry timestamp does not verify".into());
-    }
+    let claim = EntryClaim {
+        body_b64: &p.body,
+        integrated_time: p.integrated_time,
+        log_id_hex: &p.log_id,
+        log_index: p.log_index,
+    };
+    verify_set(&log.key, &claim, &set)?;
     Ok(p.integrated_time)
 }
 

@@ -57,6 +57,7 @@
 
 pub mod artifact;
 pub mod auth;
+pub mod bundle;
 mod error;
 pub mod keyless;
 pub mod keys;
@@ -65,8 +66,10 @@ pub mod push;
 pub mod reference;
 mod registry;
 pub mod roots;
+mod sct;
 pub mod sign;
 pub mod store;
+mod tlog;
 mod transport;
 pub mod verify;
 

@@ -1,8 +1,10 @@
 //! Pulling a component: reference → manifest (digest checked) → the one wasm layer
 //! (size bounded before it is asked for, then size and digest checked) → the
 //! signatures under `sha256-<digest>.sig` → verified against the trust set. Nothing is
-//! written: the caller keeps a [`Pulled`] in the store ([`Pulled::keep`]) once it has
-//! accepted it, so nothing reaches the store from a refused pull.
+//! written: every check (digest, pin, signature, and the caller's import checks) runs
+//! on the bytes in memory, and the caller keeps them in the store ([`Pulled::keep`],
+//! [`Unstored::keep`]) only once it has admitted them, so nothing reaches the store
+//! from a refused pull or fetch, whatever its source.
 //!
 //! A reference pinned to a digest is first looked up in the store; a hit is hashed
 //! again and its recorded signatures verified again against the trust set (a hit whose
@@ -50,6 +52,37 @@ impl Pulled {
         store.put_blob(&self.manifest)?;
         store.put_blob(&self.component)?;
         store.put_signatures(&self.digest, &self.signatures)
+    }
+
+    /// The component, and what to keep with it once it is admitted.
+    pub fn into_parts(self, store: &Store) -> (Vec<u8>, Unstored) {
+        let rest = (!self.from_store).then_some((self.digest, self.manifest, self.signatures));
+        (self.component, Unstored { store: store.clone(), pulled: rest, fetched: false })
+    }
+}
+
+/// A checked component not in the store yet: [`Unstored::keep`] writes it (and, for a
+/// registry pull, its manifest and signatures) once the caller has admitted it.
+#[derive(Debug)]
+pub struct Unstored {
+    store: Store,
+    /// A registry pull's manifest digest, manifest and signatures.
+    pulled: Option<(String, Vec<u8>, Vec<SignatureLayer>)>,
+    /// Whether the component was fetched from a URL (and is not in the store).
+    fetched: bool,
+}
+
+impl Unstored {
+    /// Keep `component` (the bytes this came with) and the rest in the store.
+    pub fn keep(&self, component: &[u8]) -> Result<(), OciError> {
+        if let Some((digest, manifest, signatures)) = &self.pulled {
+            self.store.put_blob(manifest)?;
+            self.store.put_blob(component)?;
+            self.store.put_signatures(digest, signatures)?;
+        } else if self.fetched {
+            self.store.put_blob(component)?;
+        }
+        Ok(())
     }
 }
 
@@ -169,16 +202,17 @@ pub async fn fetch_signatures(
 
 /// The component at a pinned `https://` URL: from the store when there, else fetched
 /// (vetted like registry traffic; the URL's own host is the exempt one) and checked
-/// against `sha256` (hex) before it is kept.
+/// against `sha256` (hex); kept by [`Unstored::keep`] once the caller admits it.
 pub async fn fetch_pinned_url(
     url: &url::Url,
     sha256: &str,
     settings: &RegistrySettings,
     store: &Store,
-) -> Result<Vec<u8>, OciError> {
+) -> Result<(Vec<u8>, Unstored), OciError> {
     let digest = format!("sha256:{}", sha256.to_ascii_lowercase());
+    let unstored = |fetched| Unstored { store: store.clone(), pulled: None, fetched };
     if let Some(bytes) = store.blob(&digest, settings.max_layer_bytes)? {
-        return Ok(bytes);
+        return Ok((bytes, unstored(false)));
     }
     if url.scheme() != "https" {
         return Err(OciError::Blocked(format!("{url}: a component is fetched over https only")));
@@ -196,28 +230,26 @@ pub async fn fetch_pinned_url(
             "{url}: expected {digest}, the bytes hash to {actual}"
         )));
     }
-    store.put_blob(&bytes)?;
-    Ok(bytes)
+    Ok((bytes, unstored(true)))
 }
 
 /// The component of a policy entry pinned to a manifest digest: from the store
 /// (verified again), else pulled by that digest with the `credentials` (asked for only
-/// then) and verified.
+/// then) and verified; kept by [`Unstored::keep`] once the caller admits it.
 pub async fn load_pinned(
     reference: &OciRef,
     signers: Option<&TrustSet>,
     settings: RegistrySettings,
     credentials: impl FnOnce() -> Result<super::Credentials, OciError>,
     store: &Store,
-) -> Result<Vec<u8>, OciError> {
+) -> Result<(Vec<u8>, Unstored), OciError> {
     if reference.digest().is_none() {
         return Err(OciError::InvalidReference(format!("{reference}: not pinned to a digest")));
     }
     if let Some(stored) = from_store(reference, signers, store, settings.max_layer_bytes)? {
-        return Ok(stored.component);
+        return Ok(stored.into_parts(store));
     }
     let client = RegistryClient::new(reference, settings, credentials()?)?;
     let pulled = pull(reference, &client, signers, store).await?;
-    pulled.keep(store)?;
-    Ok(pulled.component)
+    Ok(pulled.into_parts(store))
 }

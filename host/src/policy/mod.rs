@@ -67,6 +67,7 @@ pub mod permissions;
 pub mod redact;
 mod remote;
 pub mod rules;
+mod server_pin;
 pub mod servers;
 pub mod shell;
 pub mod shown;
@@ -88,6 +89,7 @@ pub use permissions::{Decision, HookSays, Mode, Permissions};
 pub use redact::Redactor;
 pub use remote::EntrySource;
 pub use rules::Rule;
+pub use server_pin::{ServerPinDraft, set_server_pin, with_server_pin};
 pub use trust::ConfigDir;
 
 use crate::imports::fetch::{HostPattern, NetGrant};

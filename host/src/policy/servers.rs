@@ -6,6 +6,9 @@
 //! [servers.memory]
 //! command = ["node", "/opt/mcp/node_modules/@modelcontextprotocol/server-memory/dist/index.js"]
 //! sha256 = "…"                       # of the entry file: the script after the interpreter
+//! package = "/opt/mcp/node_modules"  # the files it runs, pinned whole (a directory or one file)…
+//! package-sha256 = "…"               # …by this digest (`crate::servers` pin), checked at each start
+//! # unpinned = true                  # instead of the two above: start it whatever its files are
 //! cwd = "."                          # relative to this file (default: the work dir)
 //! read-dirs = ["/opt/mcp/node_modules"]   # what it may read besides the system dirs
 //! filesystem = "read-write"          # the work dir: none | read (default) | read-write
@@ -68,6 +71,19 @@ pub struct StdioServer {
     /// The sha256 its entry file must have (the script after an interpreter, or the
     /// program itself).
     pub sha256: Option<String>,
+    /// Its package pinned whole (`package` + `package-sha256`).
+    pub package: Option<PackagePin>,
+    /// Whether the entry says it runs without a package pin (`unpinned = true`).
+    pub unpinned: bool,
+}
+
+/// A stdio server's files, pinned: the tree at `root` must hash to `sha256`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackagePin {
+    /// The package: a directory (walked whole) or one file.
+    pub root: PathBuf,
+    /// Its digest (64 lower-case hex digits).
+    pub sha256: String,
 }
 
 /// A server reached over Streamable HTTP.
@@ -105,6 +121,9 @@ pub(super) struct RawServer {
     #[serde(default)]
     network: Vec<Spanned<String>>,
     sha256: Option<Spanned<String>>,
+    package: Option<Spanned<String>>,
+    package_sha256: Option<Spanned<String>>,
+    unpinned: Option<Spanned<bool>>,
     #[serde(default)]
     env: Vec<Spanned<String>>,
     #[serde(default)]
@@ -146,6 +165,9 @@ impl RawServer {
                 let stdio_only = [
                     ("cwd", self.cwd.as_ref().map(Spanned::span)),
                     ("sha256", self.sha256.as_ref().map(Spanned::span)),
+                    ("package", self.package.as_ref().map(Spanned::span)),
+                    ("package-sha256", self.package_sha256.as_ref().map(Spanned::span)),
+                    ("unpinned", self.unpinned.as_ref().map(Spanned::span)),
                     ("filesystem", self.filesystem.as_ref().map(Spanned::span)),
                     ("read-dirs", self.read_dirs.first().map(Spanned::span)),
                     ("network", self.network.first().map(Spanned::span)),
@@ -188,15 +210,38 @@ impl RawServer {
                 if command.iter().any(|a| a.contains('\0')) {
                     return Err(at(span, "command: an element contains a NUL byte".into()));
                 }
-                let sha256 = match self.sha256 {
+                let hex = |sha: Option<Spanned<String>>, key: &str| match sha {
                     Some(sha) => {
                         let text = sha.get_ref();
                         if text.len() != 64 || !text.chars().all(|c| c.is_ascii_hexdigit()) {
-                            return Err(at(sha.span(), format!("sha256: `{text}` is not 64 hex digits")));
+                            return Err(at(sha.span(), format!("{key}: `{text}` is not 64 hex digits")));
                         }
-                        Some(text.to_ascii_lowercase())
+                        Ok(Some(text.to_ascii_lowercase()))
                     }
-                    None => None,
+                    None => Ok(None),
+                };
+                let sha256 = hex(self.sha256, "sha256")?;
+                let unpinned = self.unpinned.as_ref().is_some_and(|u| *u.get_ref());
+                let package = match (self.package, hex(self.package_sha256, "package-sha256")?) {
+                    (None, None) => None,
+                    (Some(root), _) if unpinned => {
+                        return Err(at(
+                            root.span(),
+                            "package: give a pin or `unpinned = true`, not both".into(),
+                        ));
+                    }
+                    (None, Some(_)) => {
+                        return Err(at(
+                            span.clone(),
+                            "package-sha256: needs `package`, the files it pins".into(),
+                        ));
+                    }
+                    (Some(root), None) => {
+                        return Err(at(root.span(), "package: needs `package-sha256`, its digest".into()));
+                    }
+                    (Some(root), Some(sha256)) => {
+                        Some(PackagePin { root: base.join(root.get_ref()), sha256 })
+                    }
                 };
                 let network = self
                     .network
@@ -212,6 +257,8 @@ impl RawServer {
                     filesystem: self.filesystem.map(Spanned::into_inner).unwrap_or(FsGrant::Read),
                     network,
                     sha256,
+                    package,
+                    unpinned,
                 })
             }
         };
@@ -342,6 +389,15 @@ limits = { memory-mib = 512, cpu-seconds = 60, processes = 8, timeout-ms = 1000 
         let ServerTransport::Stdio(s) = &policy.servers[0].transport else { panic!() };
         assert_eq!(s.filesystem, FsGrant::Read);
         assert!(s.network.is_empty() && s.read_dirs.is_empty() && s.sha256.is_none() && s.cwd.is_none());
+        assert!(s.package.is_none() && !s.unpinned);
+        let policy = parse(&format!(
+            "[servers.a]\ncommand = [\"node\", \"s.js\"]\npackage = \"nm\"\npackage-sha256 = \"{}\"\n",
+            "AB".repeat(32)
+        ))
+        .unwrap();
+        let ServerTransport::Stdio(s) = &policy.servers[0].transport else { panic!() };
+        let want = PackagePin { root: PathBuf::from("/p/nm"), sha256: "ab".repeat(32) };
+        assert_eq!(s.package.as_ref(), Some(&want));
     }
 
     #[test]
@@ -369,6 +425,14 @@ limits = { memory-mib = 512, cpu-seconds = 60, processes = 8, timeout-ms = 1000 
             ("[servers.a]\nurl = \"https://a/mcp\"\nfilesystem = \"read\"\n", "filesystem: only a `command`"),
             ("[servers.a]\ncommand = [\"x\"]\ntoken-env = \"T\"\n", "token-env: only a `url`"),
             ("[servers.a]\ncommand = [\"x\"]\nsha256 = \"12\"\n", "sha256: `12` is not 64 hex digits"),
+            (
+                "[servers.a]\ncommand = [\"x\"]\npackage = \"p\"\npackage-sha256 = \"1\"\n",
+                "package-sha256: `1`",
+            ),
+            ("[servers.a]\ncommand = [\"x\"]\npackage = \"p\"\n", "package: needs `package-sha256`"),
+            ("[servers.a]\ncommand = [\"x\"]\npackage-sha256 = \"{H}\"\n", "package-sha256: needs `package`"),
+            ("[servers.a]\ncommand = [\"x\"]\npackage = \"p\"\nunpinned = true\n", "not both"),
+            ("[servers.a]\nurl = \"https://a/mcp\"\nunpinned = true\n", "unpinned: only a `command`"),
             ("[servers.a]\ncommand = [\"x\"]\nnetwork = [\"\"]\n", "servers.a.network"),
             ("[servers.a]\ncommand = [\"x\"]\nlimits = { fuel = 1 }\n", "unknown key `fuel`"),
             ("[servers.a]\ncommand = [\"x\"]\nlimits = { processes = 0 }\n", "at least 1"),
@@ -381,6 +445,7 @@ limits = { memory-mib = 512, cpu-seconds = 60, processes = 8, timeout-ms = 1000 
             ),
         ];
         for (text, want) in cases {
+            let text = &text.replace("{H}", &"a".repeat(64));
             let err = parse(text).expect_err(text);
             assert!(err.contains(want), "{text}: {err}");
             assert!(err.contains("line "), "{err}");

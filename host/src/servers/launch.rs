@@ -1,8 +1,10 @@
 //! How a stdio server is started: its `[servers.NAME]` entry resolved once, at
 //! host build ([`Launch::new`]: the program found, the working directory, the
 //! granted variables, the limits), and checked again at each start
-//! ([`Launch::spec`]: the entry file's sha256, so a changed script cannot
-//! impersonate the approved one).
+//! ([`Launch::spec`]: its package walked and hashed against the entry's
+//! `package-sha256` (`super::pin`), and the entry file's sha256, so a changed script
+//! or dependency cannot impersonate the approved one; an entry pinning no package
+//! starts only when it says `unpinned = true`).
 //!
 //! Its environment is only: `PATH` (the exec search path), `HOME` and `TMPDIR`
 //! (the work dir, or its cwd without one), `LANG`, the variables its entry
@@ -17,7 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::imports::exec::{ChildLimits, ResidentSpec};
 use crate::imports::fetch::NetGrant;
 use crate::policy::grants::FsGrant;
-use crate::policy::servers::{ServerEntry, StdioServer};
+use crate::policy::servers::{PackagePin, ServerEntry, StdioServer};
 
 /// The port a server's proxy listens on, inside the server's own network namespace.
 pub(crate) const PROXY_PORT: u16 = 3128;
@@ -42,6 +44,8 @@ pub(crate) struct HostSide {
     pub(crate) child_limits: ChildLimits,
     /// Whether private targets may be reached (the host's opt-out).
     pub(crate) allow_private: bool,
+    /// Where pinned packages' file lists are kept (to name what changed).
+    pub(crate) pins: Option<super::pin::Pins>,
 }
 
 /// A stdio server's start, resolved.
@@ -54,6 +58,12 @@ pub(crate) struct Launch {
     /// The file its sha256 pins: the script after an interpreter, or the program.
     entry_file: PathBuf,
     sha256: Option<String>,
+    /// The entry's name.
+    name: String,
+    /// Its package pin (`None`: `unpinned` says whether it may start).
+    package: Option<PackagePin>,
+    unpinned: bool,
+    pins: Option<super::pin::Pins>,
     env: Vec<(String, String)>,
     work_dir: Option<PathBuf>,
     filesystem: FsGrant,
@@ -107,6 +117,10 @@ impl Launch {
             cwd,
             entry_file,
             sha256: stdio.sha256.clone(),
+            name: entry.name.clone(),
+            package: stdio.package.clone(),
+            unpinned: stdio.unpinned,
+            pins: host.pins.clone(),
             env,
             work_dir,
             filesystem: stdio.filesystem,
@@ -127,9 +141,22 @@ impl Launch {
         &self.env
     }
 
-    /// The child to start, writing the work dir or not, once the entry file is
-    /// what the policy pinned (`identity_mismatch` otherwise).
+    /// The child to start, writing the work dir or not, once its package and entry
+    /// file are what the policy pinned (`server_unpinned`, `server_changed`,
+    /// `identity_mismatch` otherwise).
     pub(crate) fn spec(&self, writable: bool) -> Result<ResidentSpec, String> {
+        match &self.package {
+            Some(pin) => super::pin::check(&self.name, &pin.root, &pin.sha256, self.pins.as_ref())?,
+            None if self.unpinned => {}
+            None => {
+                return Err(format!(
+                    "{}: servers.{name} pins no package: pin its files with `toolhost update-server {name}` \
+                     (or say `unpinned = true` in its entry to start it whatever they are)",
+                    crate::error::codes::SERVER_UNPINNED,
+                    name = self.name
+                ));
+            }
+        }
         if let Some(expected) = &self.sha256 {
             let actual = sha256_file(&self.entry_file)?;
             if &actual != expected {
@@ -193,11 +220,22 @@ impl Launch {
             "env: {}",
             if names.is_empty() { "nothing granted".to_string() } else { names.join(", ") }
         );
-        let pin = match &self.sha256 {
+        let entry = match &self.sha256 {
             Some(sha) => {
                 format!("entry file: {} (sha256 {sha}, checked at each start)", self.entry_file.display())
             }
-            None => format!("entry file: {} (not pinned: no sha256 in its entry)", self.entry_file.display()),
+            None => format!("entry file: {} (no sha256 of its own in its entry)", self.entry_file.display()),
+        };
+        let package = match (&self.package, self.unpinned) {
+            (Some(pin), _) => format!(
+                "package: {} (every file, package-sha256 {}, walked and checked at each start)",
+                pin.root.display(),
+                pin.sha256
+            ),
+            (None, true) => "package: not pinned (`unpinned = true`: its files may change)".to_string(),
+            (None, false) => {
+                "package: not pinned, so it does not start (`toolhost update-server`)".to_string()
+            }
         };
         let limits = format!(
             "limits: {} MiB of address space, {} CPU seconds, {} processes",
@@ -205,7 +243,7 @@ impl Launch {
             self.limits.cpu_seconds,
             self.limits.processes
         );
-        vec![work, reads, network, env, pin, limits]
+        vec![work, reads, network, env, package, entry, limits]
     }
 }
 
@@ -254,6 +292,7 @@ mod tests {
             host_env: vec![("KEEP".into(), "k".into()), ("SECRET_TOKEN".into(), "s".into())],
             child_limits: ChildLimits::default(),
             allow_private: false,
+            pins: None,
         }
     }
 
@@ -269,8 +308,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().canonicalize().unwrap();
         std::fs::write(work.join("s.py"), "print()").unwrap();
-        let l =
-            launch("[servers.a]\ncommand = [\"sh\", \"s.py\"]\nenv = [\"KEEP\", \"*\"]\n", &work).unwrap();
+        let l = launch(
+            "[servers.a]\ncommand = [\"sh\", \"s.py\"]\nenv = [\"KEEP\", \"*\"]\nunpinned = true\n",
+            &work,
+        )
+        .unwrap();
         let names: Vec<&str> = l.env.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(names, ["PATH", "HOME", "TMPDIR", "LANG", "KEEP"]);
         assert_eq!(l.entry_file, work.join("s.py"));
@@ -279,7 +321,7 @@ mod tests {
         assert!(!spec.writable && spec.loopback_port.is_none());
 
         let l = launch(
-            "[servers.a]\ncommand = [\"sh\"]\nnetwork = [\"example.com\"]\nfilesystem = \"read-write\"\n",
+            "[servers.a]\ncommand = [\"sh\"]\nnetwork = [\"example.com\"]\nfilesystem = \"read-write\"\nunpinned = true\n",
             &work,
         )
         .unwrap();
@@ -294,13 +336,42 @@ mod tests {
         let work = dir.path().canonicalize().unwrap();
         std::fs::write(work.join("s.py"), "one").unwrap();
         let pin = sha256_file(&work.join("s.py")).unwrap();
-        let l = launch(&format!("[servers.a]\ncommand = [\"sh\", \"s.py\"]\nsha256 = \"{pin}\"\n"), &work)
-            .unwrap();
+        let l = launch(
+            &format!("[servers.a]\ncommand = [\"sh\", \"s.py\"]\nsha256 = \"{pin}\"\nunpinned = true\n"),
+            &work,
+        )
+        .unwrap();
         assert!(l.spec(false).is_ok());
         std::fs::write(work.join("s.py"), "two").unwrap();
         let err = l.spec(false).unwrap_err();
         assert!(err.starts_with("identity_mismatch: ") && err.contains(&pin), "{err}");
         let err = launch("[servers.a]\ncommand = [\"no-such-program-here\"]\n", &work).unwrap_err();
         assert!(err.contains("no program `no-such-program-here`"), "{err}");
+    }
+
+    #[test]
+    fn a_package_pin_is_required_and_checked_at_each_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(work.join("pkg")).unwrap();
+        std::fs::write(work.join("pkg/s.py"), "one").unwrap();
+        std::fs::write(work.join("pkg/dep.py"), "dep").unwrap();
+        let err = launch("[servers.a]\ncommand = [\"sh\", \"pkg/s.py\"]\n", &work)
+            .unwrap()
+            .spec(false)
+            .unwrap_err();
+        assert!(err.starts_with("server_unpinned: servers.a pins no package"), "{err}");
+        let digest =
+            super::super::pin::Manifest::walk(&work.join("pkg"), &Default::default()).unwrap().digest();
+        let text = format!(
+            "[servers.a]\ncommand = [\"sh\", \"pkg/s.py\"]\npackage = \"pkg\"\npackage-sha256 = \"{digest}\"\n"
+        );
+        let l = launch(&text, &work).unwrap();
+        assert!(l.spec(false).is_ok());
+        assert!(l.describe().iter().any(|d| d.contains(&format!("package-sha256 {digest}"))));
+        // A dependency changed, not the entry file: refused all the same.
+        std::fs::write(work.join("pkg/dep.py"), "DEP").unwrap();
+        let err = l.spec(false).unwrap_err();
+        assert!(err.starts_with("server_changed: servers.a: ") && err.contains(&digest), "{err}");
     }
 }

@@ -18,7 +18,8 @@
 //! stops when the host is dropped.
 //!
 //! Modules: `names` (tool names), `adapt` (tools and results in the host's terms),
-//! `launch` (a stdio entry resolved, and each start's identity check), `streams`
+//! `launch` (a stdio entry resolved, and each start's identity check), `pin` (its
+//! package walked and hashed whole, the kept file lists), `streams`
 //! (stdout bounded, stderr to the log), `proxy`, `client` (the MCP session),
 //! `http` (Streamable HTTP over the pinned client), `instance` (one running
 //! instance), `server` (instances, restarts, the tool list), `tool` (what the
@@ -30,6 +31,7 @@ mod http;
 mod instance;
 mod launch;
 mod names;
+pub(crate) mod pin;
 mod proxy;
 mod server;
 mod streams;

@@ -157,3 +157,46 @@ fn an_https_source_with_its_sha256_is_fetched_through_a_ca_the_user_names() {
     assert!(text(&out.stderr).contains("transport: plugins.tool: "), "{}", text(&out.stderr));
     assert!(m.stored_files().is_empty());
 }
+
+#[test]
+fn an_https_component_refused_at_add_or_at_load_is_never_stored() {
+    let server = TlsServer::start(std::fs::read(toolhost_tests::NET_WASM).unwrap());
+    let url = format!("https://{}/net.wasm", server.addr);
+    let sha = sha256_file(toolhost_tests::NET_WASM);
+    let files = tempfile::tempdir().unwrap();
+    let ca_file = files.path().join("ca.pem");
+    std::fs::write(&ca_file, &server.ca_pem).unwrap();
+    let machine = || {
+        let mut m = Machine::new();
+        m.env.push((CA_ENV.into(), ca_file.to_str().unwrap().into()));
+        m
+    };
+
+    // The right bytes, but it asks for the network and is given none: fetched, hashed,
+    // inspected, refused — and not kept.
+    let m = machine();
+    super::admission::refused_unstored(
+        &m,
+        &["add", &url, "--sha256", &sha],
+        "not added: it imports toolhost:plugin/fetch",
+    );
+    assert_eq!(server.served.load(Ordering::Relaxed), 1);
+    m.ok(&["add", &url, "--sha256", &sha, "--allow-host", "example.com"]);
+    assert_eq!(m.stored_files().len(), 1);
+
+    // A start on another machine whose policy grants it no network fetches it and
+    // refuses to load it: its store stays empty.
+    let other = machine();
+    let narrowed = files.path().join("narrowed.toml");
+    std::fs::write(&narrowed, super::admission::without_network(&m.policy())).unwrap();
+    super::admission::refused_unstored(
+        &other,
+        &["list", "--policy", narrowed.to_str().unwrap()],
+        "capability_denied",
+    );
+    assert_eq!(server.served.load(Ordering::Relaxed), 3);
+    let kept = files.path().join("kept.toml");
+    std::fs::write(&kept, m.policy()).unwrap();
+    other.ok(&["list", "--policy", kept.to_str().unwrap()]);
+    assert_eq!(other.stored_files().len(), 1);
+}
