@@ -158,7 +158,13 @@ pub(super) fn classify_trap(
     }
     let reason = match err.downcast_ref::<I32Exit>() {
         Some(exit) => format!("the tool exited with status {}", exit.0),
-        None => err.root_cause().to_string(),
+        None => {
+            let mut reason = err.root_cause().to_string();
+            if let Some(why) = compiled_out(err) {
+                reason.push_str(&why);
+            }
+            reason
+        }
     };
     let (stderr_text, _) = stderr.contents();
     let stderr_text = stderr_text.trim_end();
@@ -167,5 +173,84 @@ pub(super) fn classify_trap(
         CallError::new(codes::TRAP, reason)
     } else {
         CallError::new(codes::TRAP, format!("{reason}\nguest stderr:\n{tail}"))
+    }
+}
+
+/// The resources and functions of `wasi:http` (0.2) whose names a build tool gives
+/// the stubs it puts in place of the imports it leaves out.
+const WASI_HTTP_RESOURCES: &[&str] = &[
+    "fields",
+    "incoming-request",
+    "outgoing-request",
+    "request-options",
+    "response-outparam",
+    "incoming-response",
+    "incoming-body",
+    "future-trailers",
+    "outgoing-response",
+    "outgoing-body",
+    "future-incoming-response",
+];
+
+/// Whether `name` is a `wasi:http` function as the component model names it
+/// (`handle`, `[constructor]fields`, `[method]outgoing-request.body`, …).
+fn is_wasi_http_function(name: &str) -> bool {
+    if matches!(name, "handle" | "http-error-code") {
+        return true;
+    }
+    let Some(rest) = ["[constructor]", "[method]", "[static]", "[resource-drop]"]
+        .iter()
+        .find_map(|prefix| name.strip_prefix(prefix))
+    else {
+        return false;
+    };
+    let resource = rest.split_once('.').map_or(rest, |(resource, _)| resource);
+    WASI_HTTP_RESOURCES.contains(&resource)
+}
+
+/// What a trap means when its backtrace has the shape of a capability compiled out:
+/// an `unreachable` in a function named like a `wasi:http` import. componentize-js
+/// (`-d http`) replaces the imports of what a build leaves out with such stubs, so a
+/// `fetch()` in that build ends there, where the guest has no word of why.
+fn compiled_out(err: &wasmtime::Error) -> Option<String> {
+    if err.downcast_ref::<Trap>() != Some(&Trap::UnreachableCodeReached) {
+        return None;
+    }
+    let frames = err.downcast_ref::<wasmtime::WasmBacktrace>()?.frames();
+    let stub = frames.first()?.func_name()?;
+    if !is_wasi_http_function(stub) {
+        return None;
+    }
+    Some(format!(
+        " in `{stub}`, a stub: the component was built without wasi:http (componentize-js `-d http`), \
+         so its fetch() cannot work. Build it with wasi:http (without `-d http`; in a `toolhost new --lang js` \
+         project, `./build.sh --network`) and grant the hosts it may reach (--allow-host HOST, or the \
+         policy's network = [\"HOST\"])"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_wasi_http_function;
+
+    #[test]
+    fn wasi_http_function_names_are_recognised() {
+        for name in [
+            "handle",
+            "http-error-code",
+            "[constructor]fields",
+            "[static]fields.from-list",
+            "[constructor]outgoing-request",
+            "[method]outgoing-request.set-authority",
+            "[method]future-incoming-response.get",
+            "[static]outgoing-body.finish",
+        ] {
+            assert!(is_wasi_http_function(name), "{name}");
+        }
+        for name in
+            ["", "handler", "[method]tcp-socket.subscribe", "[constructor]field", "random_get", "fields"]
+        {
+            assert!(!is_wasi_http_function(name), "{name}");
+        }
     }
 }
