@@ -76,9 +76,9 @@ pub fn is_plain(c: char) -> bool {
 /// A line with more than one command, or one no rule can allow (a substitution, a
 /// redirection to a file), gets the rule for its first command all the same:
 /// "always" then saves a rule that will not cover this line again, never a wider
-/// one. A value no rule can hold (a command word past the shell parser's bounds)
-/// gives a suggestion that does not parse: "always" then runs the call once and
-/// saves nothing.
+/// one. A value no rule can hold (an empty URL or command line, a command word
+/// past the shell parser's bounds) gives a suggestion that does not parse:
+/// "always" then runs the call once and saves nothing.
 pub fn suggest_rule(tool: &str, subject: &Subject) -> String {
     let tool_text = literal(tool, Lang::Glob);
     if let Some(line) = subject.command_line() {

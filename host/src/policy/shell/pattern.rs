@@ -53,7 +53,7 @@ impl CommandPattern {
                 "a command pattern matches one simple command, without operators or redirections".into()
             );
         }
-        let raw: Vec<&str> = raw_words(text);
+        let raw = raw_words(text);
         let mut words = Vec::new();
         let mut rest = false;
         let count = command.written().count();
@@ -69,7 +69,7 @@ impl CommandPattern {
                 glob.pop();
                 rest = true;
                 // `*` alone: any further words, this one included.
-                if raw.get(i) == Some(&"*") {
+                if raw.get(i).is_some_and(|r| r == "*") {
                     break;
                 }
             }
@@ -104,18 +104,18 @@ impl CommandPattern {
     }
 }
 
-/// The raw text of each word of a one-command pattern, as the tokenizer cut it.
-fn raw_words(text: &str) -> Vec<&str> {
+/// The raw text of each word of a one-command pattern, as the tokenizer cut it
+/// (quotes included; its positions count characters, not bytes, so the text is
+/// the token's own).
+fn raw_words(text: &str) -> Vec<String> {
     let tokens = super::parse::deep(text, || brush_parser::tokenize_str(text)).unwrap_or_default();
-    let mut out = Vec::new();
-    for token in &tokens {
-        if let brush_parser::Token::Word(_, span) = token
-            && let Some(raw) = text.get(span.start.index..span.end.index)
-        {
-            out.push(raw);
-        }
-    }
-    out
+    tokens
+        .into_iter()
+        .filter_map(|token| match token {
+            brush_parser::Token::Word(raw, _) => Some(raw),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A raw pattern word as a glob: unquoted text keeps its glob syntax, quoted and

@@ -65,8 +65,10 @@ pub fn suggest(line: &Line, text: Option<&str>) -> String {
         }
     }
     if words.is_empty() {
-        // Not even a word: the whole line as one literal word, which no command is.
-        return literal(text.unwrap_or_default(), Lang::Shell);
+        // Not even a word: the whole line as one literal word, which no command is
+        // (an empty line, none: no pattern is empty).
+        let text = text.unwrap_or_default();
+        return if text.is_empty() { String::new() } else { literal(text, Lang::Shell) };
     }
     format!("{}*", words.join(" "))
 }
