@@ -23,7 +23,9 @@ pub const LEGACY: &str = "2025-11-25";
 
 /// An HTTP client whose connections come from `ip`.
 pub fn client_from(ip: IpAddr) -> reqwest::Client {
-    http_client().local_address(ip).timeout(Duration::from_secs(60)).build().expect("an HTTP client")
+    // Idle connections are let go before a server's idle timeout closes them.
+    let builder = http_client().local_address(ip).pool_idle_timeout(Duration::from_millis(500));
+    builder.timeout(Duration::from_secs(60)).build().expect("an HTTP client")
 }
 
 /// A TCP connection to `addr` from `ip`.
@@ -134,6 +136,7 @@ pub struct Attack {
 }
 
 impl Attack {
+    /// Start it from `ip` against the server at `addr`, with `slow` slow heads.
     pub fn start(ip: IpAddr, addr: SocketAddr, slow: usize) -> Self {
         let stop = CancellationToken::new();
         let seen: Seen = Arc::default();

@@ -64,6 +64,7 @@ async fn slow_heads_from_one_client_leave_room_for_the_others() {
     let reply = read_for(&mut held[0], Duration::from_secs(10)).await;
     assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
     assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    drop(held.remove(0));
     let mut again = tcp_from(ATTACKER, server.addr).await.unwrap();
     let head = format!("GET /nowhere HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", server.addr);
     again.write_all(head.as_bytes()).await.unwrap();
@@ -178,11 +179,12 @@ async fn sessions_are_bounded_per_client_and_in_all() {
     // Thousands from another address: the server does not grow with them.
     let before = server.rss_kib();
     let (fourth, mut opening) = (client_from(FOURTH), tokio::task::JoinSet::new());
-    for _ in 0..8 {
+    // Two at a time: never more being made than the client may hold.
+    for _ in 0..2 {
         let (fourth, url) = (fourth.clone(), url.clone());
         opening.spawn(async move {
             let mut opened = 0;
-            for _ in 0..250 {
+            for _ in 0..1000 {
                 opened += usize::from(initialize(&fourth, &url).await.is_ok());
             }
             opened
@@ -221,14 +223,12 @@ async fn headers_the_checks_read_are_refused_when_repeated() {
     };
     let fine = send("/mcp".into(), String::new()).await;
     assert!(fine.starts_with("HTTP/1.1 200"), "{fine}");
-    let len = body.len();
     for (extra, named) in [
         ("Host: evil.example\r\n".to_string(), "host"),
         (format!("Origin: http://{addr}\r\nOrigin: http://evil.example\r\n"), "origin"),
         ("Authorization: Bearer a\r\nAuthorization: Bearer b\r\n".into(), "authorization"),
         ("Mcp-Session-Id: a\r\nMcp-Session-Id: b\r\n".into(), "mcp-session-id"),
         ("MCP-Protocol-Version: 2025-11-25\r\nMCP-Protocol-Version: 2025-06-18\r\n".into(), "mcp-protocol-version"),
-        (format!("Content-Length: {len}\r\n"), "content-length"),
     ] {
         let reply = send("/mcp".into(), extra.clone()).await;
         assert!(reply.starts_with("HTTP/1.1 400"), "{extra}: {reply}");

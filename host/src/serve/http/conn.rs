@@ -52,7 +52,7 @@ pub(crate) async fn serve(
     } else {
         (peer, Vec::new())
     };
-    let _slot = if front.proxies.is_proxy(source) {
+    let slot = if front.proxies.is_proxy(source) {
         None
     } else {
         match front.connections.take(Client::of(source)) {
@@ -67,6 +67,7 @@ pub(crate) async fn serve(
     let io = Watched { stream: stream.clone(), prefix, offset: 0, unanswered: Arc::default() };
     let unanswered = io.unanswered.clone();
     let timed_out = serve_http(io, source, front, idle, shutdown).await;
+    drop(slot);
     if timed_out && unanswered.load(Ordering::Relaxed) {
         // hyper has let go of the socket: its connection ended.
         if let Ok(stream) = Arc::try_unwrap(stream) {
