@@ -217,20 +217,25 @@ async fn an_unreachable_redis_refuses_the_answer_and_keeps_it() {
     let why = store_unavailable(&reply);
     assert!(why.contains(&redis.url()) && why.contains("nothing ran"), "{why}");
     assert!(!work.path().join("later.txt").exists());
-    // Redis back: the same answer is taken, once.
+    // Redis back: the same answer is taken, once (each instance reconnects
+    // at its next command; until then it still refuses).
     let _back = Redis::start_on(redis.port).await;
-    let mut outcome = None;
+    let reply = once_reachable(&fleet, 1, &retry).await;
+    assert!(ran(&reply), "{reply}");
+    let reply = once_reachable(&fleet, 2, &retry).await;
+    assert!(used_already(&reply), "{reply}");
+}
+
+/// `retry` sent to instance `i` until its store answers; that reply.
+async fn once_reachable(fleet: &Fleet, i: usize, retry: &Value) -> Value {
     for attempt in 0..40 {
-        let reply = fleet.call(&fleet.instance(1), 10 + attempt, &retry).await;
+        let reply = fleet.call(&fleet.instance(i), 10 + attempt, retry).await;
         if reply["error"]["data"]["reason"] != "approval_store_unavailable" {
-            outcome = Some(reply);
-            break;
+            return reply;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let reply = outcome.expect("the store came back");
-    assert!(ran(&reply), "{reply}");
-    assert!(used_already(&fleet.call(&fleet.instance(2), 99, &retry).await));
+    panic!("instance {i} did not reach the store again");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -254,7 +259,8 @@ async fn a_planted_claims_directory_refuses_the_answer() {
 async fn claims_in_redis_are_atomic_bounded_and_expire() {
     let redis = Redis::start().await;
     let expiry = Duration::from_secs(60);
-    let store = || OutputStore::in_redis(&redis.url(), 100, 1000, expiry);
+    let url = redis.url();
+    let store = || OutputStore::in_redis(&url, 100, 1000, expiry);
     let (one, two) =
         (std::sync::Arc::new(store().await.unwrap()), std::sync::Arc::new(store().await.unwrap()));
     let later = SystemTime::now() + Duration::from_secs(60);
