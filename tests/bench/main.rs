@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers|shape ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -10,6 +10,7 @@
 
 mod oci;
 mod servers;
+mod shape;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -106,6 +107,9 @@ fn main() {
     }
     if wants("oci") {
         oci::oci();
+    }
+    if wants("shape") {
+        shape::shape_bench();
     }
 }
 

@@ -36,6 +36,7 @@ mod policy_trust;
 mod read_output;
 mod redis_store;
 mod scale_out;
+mod shape;
 mod typed_exports;
 mod wasi_config;
 mod wasi_escape;
