@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|approval|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers|attacked ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|approval|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers|attacked|shape ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -11,6 +11,7 @@
 mod attacked;
 mod oci;
 mod servers;
+mod shape;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -113,6 +114,9 @@ fn main() {
     }
     if wants("oci") {
         oci::oci();
+    }
+    if wants("shape") {
+        shape::shape_bench();
     }
 }
 

@@ -45,6 +45,7 @@ mod refusals;
 mod scale_out;
 mod secrets_outside;
 mod server_pins;
+mod shape;
 mod terminal_ui;
 mod typed_exports;
 mod wasi_config;
