@@ -207,3 +207,24 @@ fn trusted_roots_without_a_ca_or_log_or_in_another_shape_are_refused() {
         assert_eq!(TrustedRoot::from_json(bad).unwrap_err().code(), "invalid_key");
     }
 }
+
+#[test]
+fn a_root_listing_ct_logs_requires_an_embedded_sct() {
+    let mut f = fixture();
+    let s = sign_keyless(&f, SUBJECT, &format!("sha256:{}", "a".repeat(64)), LOGGED_AT, false);
+    assert!(check(&f, &s, &[identity()]).is_ok());
+    // The same root, now naming a CT log (as the public instance's does): a
+    // certificate without an SCT is refused.
+    let ct_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).unwrap();
+    let ct_spki = ct_key.subject_public_key_info();
+    let mut root: serde_json::Value = serde_json::from_slice(&f.root_json).unwrap();
+    root["ctlogs"] = serde_json::json!([{
+        "baseUrl": "https://ct.invalid",
+        "hashAlgorithm": "SHA2_256",
+        "publicKey": {"rawBytes": STANDARD.encode(&ct_spki), "keyDetails": "PKIX_ECDSA_P256_SHA_256"},
+        "logId": {"keyId": STANDARD.encode(ring::digest::digest(&ring::digest::SHA256, &ct_spki).as_ref())},
+    }]);
+    f.root_json = serde_json::to_vec(&root).unwrap();
+    let err = check(&f, &s, &[identity()]).unwrap_err();
+    assert!(err.contains("embeds no SCT"), "{err}");
+}
