@@ -37,6 +37,7 @@ mod read_output;
 mod redis_store;
 mod scale_out;
 mod typed_exports;
+mod walkthrough;
 mod wasi_config;
 mod wasi_escape;
 mod wasi_http;
