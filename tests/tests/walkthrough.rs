@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use toolhost_tests::net::{Reply, Request, server};
-use toolhost_tests::{toolhost_bin, workspace_root};
+use toolhost_tests::{toolchain, toolhost_bin, workspace_root};
 
 /// The address the pages use for the page they fetch.
 const PAGE_ADDR: &str = "127.0.0.1:8000";
@@ -187,6 +187,11 @@ async fn the_rust_walkthrough_runs_as_written() {
         &[("CARGO_TARGET_DIR", cargo_target()), ("CARGO_NET_OFFLINE", "true".into())],
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_walkthrough_runs_as_written() {
+    walk("walkthrough-python.md", &[("COMPONENTIZE_PY", toolchain("py/bin/componentize-py"))]).await;
 }
 
 #[test]
