@@ -194,6 +194,14 @@ async fn the_python_walkthrough_runs_as_written() {
     walk("walkthrough-python.md", &[("COMPONENTIZE_PY", toolchain("py/bin/componentize-py"))]).await;
 }
 
+/// Also: a tool built without `wasi:http` whose `fetch()` runs anyway fails with an
+/// error naming the stub it trapped in and what to do, not a bare trap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_js_walkthrough_runs_as_written() {
+    walk("walkthrough-js.md", &[("COMPONENTIZE_JS", toolchain("js/node_modules/.bin/componentize-js"))])
+        .await;
+}
+
 #[test]
 fn steps_are_read_in_order_with_their_outputs() {
     let doc = "# T\n```sh walkthrough\necho hi\n```\n```text output\nhi\n```\n\
