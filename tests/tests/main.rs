@@ -48,6 +48,7 @@ mod server_pins;
 mod shape;
 mod terminal_ui;
 mod typed_exports;
+mod walkthrough;
 mod wasi_config;
 mod wasi_escape;
 mod wasi_http;

@@ -21,6 +21,9 @@ const PLUGIN_WIT: &str = include_str!("../../../wit/plugin.wit");
 /// dependency when it still exists (`toolhost-guest` is not on crates.io).
 const BUILT_FROM_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../guest-sdk");
 
+/// The docs of the checkout this binary was built from (the walkthroughs).
+const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs");
+
 /// A file of a project template: where it goes, its text (with `{{name}}`,
 /// `{{tool}}` and `{{sdk}}` placeholders), and whether it is a script.
 struct Template {
@@ -82,6 +85,17 @@ pub(crate) enum Lang {
     Python,
     /// JavaScript with componentize-js 0.23.0.
     Js,
+}
+
+impl Lang {
+    /// The name of its walkthrough: `docs/walkthrough-NAME.md`.
+    fn doc_name(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Python => "python",
+            Lang::Js => "js",
+        }
+    }
 }
 
 /// `toolhost new` arguments.
@@ -247,6 +261,10 @@ pub(crate) fn run(args: &NewArgs) -> anyhow::Result<ExitCode> {
     println!("created {}/ ({:?} tool `{tool}`)", args.name, args.lang);
     println!("next:\n  cd {} && ./build.sh", args.name);
     println!("  toolhost call {tool} '{{\"path\": \"README.md\"}}' --plugin {tool}.wasm{stub}");
+    let walkthrough = Path::new(DOCS).join(format!("walkthrough-{}.md", args.lang.doc_name()));
+    if let Ok(walkthrough) = walkthrough.canonicalize() {
+        println!("a read-only tool and a network tool, step by step: {}", walkthrough.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
