@@ -11,6 +11,7 @@ mod conformance;
 mod examples;
 mod exec;
 mod exec_escape;
+mod exec_killed;
 mod exec_policy;
 mod exec_shared_root;
 mod executor;
