@@ -824,6 +824,62 @@ async fn exec() {
     }
     report("std::process::Command `true`, fork+exec", forked);
     report("std::process::Command `bash -c true`", direct("/bin/bash", &["-c", "true"]));
+    overlay_costs().await;
+}
+
+/// What writing through an overlay (merged into the work dir after the command)
+/// costs a `terminal` call against writing in place, in the same run: a small and
+/// a large work dir, and a command that rewrites a 200 MB file.
+async fn overlay_costs() {
+    let host = |dir: PathBuf, in_place: bool| async move {
+        let host = Host::builder()
+            .work_dir(&dir)
+            .engine_settings(EngineSettings { cache_dir: Some(bench_cache()), ..EngineSettings::default() })
+            .mode(toolhost::Mode::Yolo)
+            .build()
+            .await
+            .expect("host builds");
+        if in_place {
+            host.exec_runtime().write_in_place_for_comparison();
+        }
+        host
+    };
+    for (tree, files, n) in [("small tree", 0usize, 300), ("20,000 files", 20_000, 60)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for i in 0..files {
+            let sub = dir.path().join(format!("d{}", i / 100));
+            std::fs::create_dir_all(&sub).expect("mkdir");
+            std::fs::write(sub.join(format!("f{}", i % 100)), "x\n").expect("write");
+        }
+        let hosts = [
+            ("in place", host(dir.path().to_path_buf(), true).await),
+            ("overlay", host(dir.path().to_path_buf(), false).await),
+        ];
+        for (command, what) in [("true", "`true`"), ("echo x > out.txt", "one file written")] {
+            for (how, h) in &hosts {
+                let samples = timed_calls_after(h, "terminal", json!({ "command": command }), 20, n).await;
+                report(&format!("terminal {what}, {tree}, {how}"), samples);
+            }
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("big"), vec![7u8; 200_000_000]).expect("write");
+    let hosts = [
+        ("in place", host(dir.path().to_path_buf(), true).await),
+        ("overlay", host(dir.path().to_path_buf(), false).await),
+    ];
+    for (command, what) in [
+        (
+            "dd if=/dev/zero of=big bs=1M count=190 conv=notrunc status=none",
+            "200 MB file, 190 MB rewritten in place",
+        ),
+        ("head -c 200000000 /dev/zero > big", "200 MB file truncated and written again"),
+    ] {
+        for (how, h) in &hosts {
+            let samples = timed_calls_after(h, "terminal", json!({ "command": command }), 1, 8).await;
+            report(&format!("terminal, {what}, {how}"), samples);
+        }
+    }
 }
 
 /// What a pre-tool-use hook adds to a call: `read_file` of a small file with no hook,

@@ -520,8 +520,8 @@ async fn a_repositorys_hooks_and_config_cannot_be_written() {
     assert_git_untouched(dir.path());
 }
 
-/// A nested repository's `.git`, at any depth, is protected the same way; moving
-/// the directory above it is named.
+/// A nested repository's `.git`, at any depth, is protected the same way; a copy
+/// of it made by moving the directory above it is not kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nested_repositories_are_protected_at_any_depth() {
     let dir = tempfile::tempdir().unwrap();
@@ -546,11 +546,14 @@ async fn nested_repositories_are_protected_at_any_depth() {
     assert_git_untouched(&sub);
     assert_git_untouched(&deep);
 
-    // Renaming a directory above a repository moves its .git: named, not undone.
+    // Renaming a directory above a repository: the child's overlay refuses to rename
+    // a dir it did not make (EXDEV), so `mv` copies it, and the copy's .git is
+    // refused by the merge; the repository stays where it was, whole.
     let r = terminal(&host, "mv vendor/a moved").await;
     assert_eq!(r.code(), Some("permission_denied"), "{:?}", r.error);
-    assert!(message(&r).contains("vendor/a/b/c/d/.git was moved to moved/b/c/d/.git"), "{}", message(&r));
-    assert!(dir.path().join("moved/b/c/d/.git/config").is_file());
+    assert!(message(&r).contains("moved/b/c/d/.git was created (not kept)"), "{}", message(&r));
+    assert!(std::fs::symlink_metadata(dir.path().join("moved/b/c/d/.git")).is_err());
+    assert_eq!(tree(&deep.join(".git")), before.1);
 }
 
 /// Where there is no repository, a command that makes one — a `.git` dir, a `.git`
@@ -582,31 +585,43 @@ async fn creating_a_git_anywhere_is_undone_and_fails_the_call() {
 }
 
 /// A call that is cancelled, or whose future is dropped by the embedder while its
-/// child runs, still has what the child created undone once the tree is killed.
+/// child runs, still has its overlay merged once the tree is killed: what the
+/// child wrote arrives, the `.git` it made does not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_git_created_by_an_abandoned_call_is_undone_too() {
     let dir = tempfile::tempdir().unwrap();
-    let host = std::sync::Arc::new(builtin_host(dir.path()).await);
+    let data = tempfile::tempdir().unwrap();
+    let host = Host::builder()
+        .work_dir(dir.path())
+        .data_dir(data.path())
+        .engine_settings(test_engine_settings())
+        .mode(Mode::Yolo)
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let host = std::sync::Arc::new(host);
     let slow =
         |name: &str| json!({"command": format!("git init -q {name} && touch {name}/.started && sleep 60")});
+    // Written (to its overlay layer, under the data dir) once `.started` is there.
     let started = |name: &str| {
-        let marker = dir.path().join(name).join(".started");
+        let (layers, name) = (data.path().to_path_buf(), name.to_string());
         async move {
             let until = Instant::now() + Duration::from_secs(10);
-            while !marker.exists() {
+            while !find_beneath(&layers, &Path::new(&name).join(".started")) {
                 assert!(Instant::now() < until, "the child never started");
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
     };
-    let gone = |name: &str| {
-        let git = dir.path().join(name).join(".git");
+    let merged = |name: &str| {
+        let (marker, git) = (dir.path().join(name).join(".started"), dir.path().join(name).join(".git"));
         async move {
             let until = Instant::now() + Duration::from_secs(10);
-            while git.exists() {
-                assert!(Instant::now() < until, "{} was left behind", git.display());
+            while !marker.exists() {
+                assert!(Instant::now() < until, "{} was never merged", marker.display());
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
+            assert!(std::fs::symlink_metadata(&git).is_err(), "{} reached the work dir", git.display());
         }
     };
 
@@ -616,7 +631,7 @@ async fn a_git_created_by_an_abandoned_call_is_undone_too() {
         _ = call => panic!("the call ended on its own"),
         _ = started("dropped") => {}
     }
-    gone("dropped").await;
+    merged("dropped").await;
 
     // Cancelled: the call ends, and fails.
     let token = toolhost::CancellationToken::new();
@@ -629,7 +644,24 @@ async fn a_git_created_by_an_abandoned_call_is_undone_too() {
     token.cancel();
     let r = tokio::time::timeout(Duration::from_secs(10), task).await.expect("the call ends").unwrap();
     assert!(!r.ok, "{}", r.output);
-    gone("cancelled").await;
+    merged("cancelled").await;
+}
+
+/// Whether some path beneath `dir` ends with `tail`.
+fn find_beneath(dir: &Path, tail: &Path) -> bool {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.ends_with(tail) {
+                return true;
+            }
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            }
+        }
+    }
+    false
 }
 
 /// The host fails the call, not the guest: a guest that swallows the exec error

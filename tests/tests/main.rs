@@ -14,6 +14,7 @@ mod doctor;
 mod examples;
 mod exec;
 mod exec_escape;
+mod exec_killed;
 mod exec_policy;
 mod exec_shared_root;
 mod executor;

@@ -357,6 +357,8 @@ impl HostBuilder {
         if let Some(data) = &data_dir {
             permissions.protect_file(data);
         }
+        // Writing children's overlay layers go there (or in the temp dir).
+        exec.set_data_dir(data_dir.as_deref());
         if let Some(store) = &self.output_store_dir {
             permissions.protect_file(store);
         }

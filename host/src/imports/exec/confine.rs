@@ -11,10 +11,12 @@
 //! a resident child with a network grant, its loopback brought up and a listener on
 //! it handed to the host ([`Loopback`]: the host serves a proxy *inside* the
 //! child's namespace) → the child's root (`super::mounts`; or, entered before the
-//! new namespaces, a shared one, `super::shared_root`, checked instead of built)
-//! → every capability dropped (the bounding
+//! new namespaces, a shared one, `super::shared_root`, checked instead of built;
+//! then, for a writing child, its overlay over the work dir, `super::overlay`, in a
+//! mount namespace of its own) → every capability dropped (the bounding
 //! set, ambient and inheritable ones, and `SECBIT_NOROOT`, so that uid 0 in the
-//! namespace gains none at `exec`) → `no_new_privs` → Landlock → seccomp (what
+//! namespace gains none at `exec`) → `no_new_privs` → Landlock (a writing child
+//! first adds its work dir rule, on the overlay's root, to a ruleset of its own) → seccomp (what
 //! Landlock does not cover: set-uid bits, `mknod`, and mode/owner/time changes in
 //! read-only calls) → every descriptor above 2 marked close-on-exec
 //! (`close_range`), last, so that nothing the host holds open (from its parent, a
@@ -139,6 +141,15 @@ impl IdMaps {
 pub(crate) struct ChildSetup {
     /// The Landlock ruleset to apply (`None`: unconfined).
     pub ruleset: Option<RawFd>,
+    /// A ruleset made for this child alone (`ruleset` is its descriptor): one the
+    /// child adds `work_rule` to.
+    pub own_ruleset: Option<OwnedFd>,
+    /// A rule the child adds to its own ruleset once its mounts are made: the
+    /// work dir as the child sees it (an overlay's root, `super::overlay`).
+    pub work_rule: Option<WorkRule>,
+    /// After entering a shared `root`, make a mount namespace of its own, for
+    /// the mounts in `mounts` (a writing child's overlay).
+    pub private_mounts: bool,
     /// New user and network namespaces (no network), and a mount namespace when
     /// there are `mounts`.
     pub namespaces: bool,
@@ -172,6 +183,25 @@ pub(crate) struct ChildSetup {
     pub loopback: Option<Loopback>,
 }
 
+/// A Landlock rule a child adds to its own ruleset: `access` beneath `path`.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkRule {
+    /// The dir (opened by the child, after its mounts).
+    pub path: CString,
+    /// `LANDLOCK_ACCESS_FS_*` bits.
+    pub access: u64,
+}
+
+/// `struct landlock_path_beneath_attr`.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+
 /// A listening TCP socket on `127.0.0.1:port` inside a child's own network
 /// namespace, made by the child before `exec` and sent to the host over `channel`
 /// (its end of a unix socket pair, `SCM_RIGHTS`). The host accepts on it from its
@@ -190,6 +220,9 @@ impl ChildSetup {
     pub(crate) fn new(limits: &ChildLimits) -> Self {
         Self {
             ruleset: None,
+            own_ruleset: None,
+            work_rule: None,
+            private_mounts: false,
             namespaces: false,
             ids: None,
             mounts: Vec::new(),
@@ -262,7 +295,7 @@ impl ChildSetup {
                         check(libc::setns(userns, libc::CLONE_NEWUSER).into())
                             .map_err(at(Step::Namespaces))?;
                         check(libc::setns(mntns, libc::CLONE_NEWNS).into()).map_err(at(Step::Namespaces))?;
-                        0
+                        if self.private_mounts { libc::CLONE_NEWNS } else { 0 }
                     }
                     None if self.mounts.is_empty() => 0,
                     None => libc::CLONE_NEWNS,
@@ -311,6 +344,9 @@ impl ChildSetup {
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0).into())
                 .map_err(at(Step::NoNewPrivs))?;
             if let Some(fd) = self.ruleset {
+                if let Some(rule) = &self.work_rule {
+                    add_rule(fd, rule).map_err(at(Step::Landlock))?;
+                }
                 check(libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32))
                     .map_err(at(Step::Landlock))?;
             }
@@ -465,6 +501,27 @@ pub(crate) fn receive_fd(channel: &std::os::unix::net::UnixStream) -> io::Result
         }
         let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
         Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// Add `rule` to the ruleset `fd`, opening its dir (not followed) now. Child only.
+fn add_rule(fd: RawFd, rule: &WorkRule) -> io::Result<()> {
+    // SAFETY: open, landlock_add_rule and close on a C string owned by `rule` and a
+    // stack value that outlives the call.
+    unsafe {
+        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let dir = libc::open(rule.path.as_ptr(), flags);
+        check(dir.into())?;
+        let attr = PathBeneathAttr { allowed_access: rule.access, parent_fd: dir };
+        let added = check(libc::syscall(
+            libc::SYS_landlock_add_rule,
+            fd,
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        ));
+        libc::close(dir);
+        added
     }
 }
 
@@ -642,8 +699,13 @@ pub(crate) fn kill_pid(pid: u32, signal: i32) {
 
 /// Whether the host runs as root (then `RLIMIT_NPROC` caps nothing).
 pub(crate) fn is_root() -> bool {
+    euid() == 0
+}
+
+/// The host's effective uid.
+pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    unsafe { libc::geteuid() }
 }
 
 /// Reap `pid` if it is a zombie child of this process. Never blocks.

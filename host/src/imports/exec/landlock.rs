@@ -72,7 +72,12 @@ const PRIVATE_DIRS: &[&str] = &["/tmp", "/run", "/var/run", "/var/tmp"];
 const NAMES_ONLY: &[&str] = &["/proc"];
 
 /// What a child's root holds: the same paths the rulesets allow, around `work_dir`.
-pub(super) fn child_root(work_dir: Option<&Path>, exec_dirs: &[PathBuf], read_dirs: &[PathBuf]) -> Layout {
+pub(super) fn child_root(
+    work_dir: Option<&Path>,
+    exec_dirs: &[PathBuf],
+    read_dirs: &[PathBuf],
+    staging: Option<&Path>,
+) -> Layout {
     let read_only: Vec<PathBuf> = SYSTEM_DIRS
         .iter()
         .chain(READ_ONLY_DIRS)
@@ -83,7 +88,7 @@ pub(super) fn child_root(work_dir: Option<&Path>, exec_dirs: &[PathBuf], read_di
         .collect();
     let devices: Vec<PathBuf> = RW_DEVICES.iter().chain(READ_DEVICES).map(PathBuf::from).collect();
     let private: Vec<PathBuf> = PRIVATE_DIRS.iter().map(PathBuf::from).collect();
-    Layout::new(&read_only, &devices, &private, work_dir)
+    Layout::new(&read_only, &devices, &private, work_dir).with_staging(staging)
 }
 
 /// The Landlock rulesets of one host, built once: the work dir read-write or
@@ -95,6 +100,8 @@ pub(super) struct Confiner {
     read_only: OwnedFd,
     seccomp_read_write: seccompiler::BpfProgram,
     seccomp_read_only: seccompiler::BpfProgram,
+    exec_dirs: Vec<PathBuf>,
+    read_dirs: Vec<PathBuf>,
 }
 
 impl Confiner {
@@ -116,6 +123,8 @@ impl Confiner {
             read_only: build(false)?,
             seccomp_read_write: super::seccomp::program(true)?,
             seccomp_read_only: super::seccomp::program(false)?,
+            exec_dirs: exec_dirs.to_vec(),
+            read_dirs: read_dirs.to_vec(),
         })
     }
 
@@ -164,6 +173,21 @@ impl Confiner {
     /// The ruleset for a call that may (or may not) write the work dir.
     pub(super) fn ruleset(&self, writable: bool) -> RawFd {
         if writable { self.read_write.as_raw_fd() } else { self.read_only.as_raw_fd() }
+    }
+
+    /// A ruleset for one writing child whose work dir is an overlay: the read-write
+    /// one without the work dir, whose rule the child adds itself, on the overlay's
+    /// root, with [`Self::work_access`] (a rule is on an inode; the overlay's are
+    /// not the work dir's).
+    pub(super) fn overlay_ruleset(&self) -> Result<OwnedFd, String> {
+        Self::build(None, &self.exec_dirs, &self.read_dirs, true)
+            .map_err(|e| format!("a child's Landlock ruleset: {e}"))?
+            .ok_or_else(|| "Landlock is not supported by this kernel".to_string())
+    }
+
+    /// What a writing child may do beneath its work dir (`LANDLOCK_ACCESS_FS_*`).
+    pub(super) fn work_access() -> u64 {
+        AccessFs::from_all(LANDLOCK_ABI).bits()
     }
 
     /// The seccomp program for such a call, as (address, length) for the child.

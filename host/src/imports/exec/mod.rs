@@ -23,21 +23,25 @@
 //!   it can start and finds every one of them to kill. A host that is not root and
 //!   has no cgroup caps processes with `RLIMIT_NPROC` inside the child's user
 //!   namespace and finds them by that namespace instead.
-//! - **What it may not change**: every `.git` at any depth of the work dir (and
-//!   the git dirs `.git` files point to inside it), the host's files there (the
-//!   policy file) and the `protected` globs' matches are read-only bind mounts in a
-//!   writing child's root (`protect_walk`); with the grant's `commit = true` a
-//!   `.git` stays writable for repository data only, its hooks, config and other
-//!   guarded entries read-only even then. What binds cannot stop — *creating* a
-//!   `.git`, a missing guarded entry, a glob match, the policy file — is found once
-//!   the child's whole tree is dead, removed, and the call fails
-//!   `permission_denied` (`protect_check`).
+//! - **What it may not change**: a writing child writes through an overlay over
+//!   the work dir (`overlay`), its upper layer in the host's staging dir outside
+//!   the work dir (`staging`); once its whole tree is dead the host merges it
+//!   (`merge`), refusing every protected path — a `.git` at any depth, the host's
+//!   files there (the policy file), the `protected` globs' matches; repository
+//!   data only under the grant's `commit = true` — and the call fails
+//!   `permission_denied` naming them. A host killed meanwhile merges nothing; the
+//!   next one removes the layer. The protected paths a walk finds (and the git dirs
+//!   `.git` files point to) are also bound read-only over the overlay
+//!   (`protect_walk`), so that writing one fails at once; under a commit grant a
+//!   `.git` is only pinned, its hooks, config and other guarded entries read-only.
+//!   Where no overlay can be mounted, the child writes to the work dir itself and
+//!   what it created there is removed after it (`protect_check`).
 //! - **How much it writes**: a writing child's `RLIMIT_FSIZE` is the least of the
 //!   `file-size-mib` limit and what is left of the call's write quota, with
 //!   `SIGXFSZ` ignored so a write past it fails with `EFBIG` instead of killing the
 //!   program; the work dir's growth over the call's children is charged to the
-//!   quota after (`growth`), and a call whose children reached it fails
-//!   `write_quota`.
+//!   quota after (by the merge, or `growth` without an overlay), and a call whose
+//!   children reached it fails `write_quota`.
 //! - **What it knows**: an empty environment plus a fixed `PATH`, `HOME` and
 //!   `TMPDIR` (the work dir), `LANG`, and the granted variables.
 //! - **How it ends** ([`spawn`]): at its deadline or on cancellation every process
@@ -50,8 +54,8 @@
 //! the above applies but the rlimits, the empty environment, the closed
 //! descriptors, the process group and the deadline).
 //!
-//! Not covered: a host crash between a child's end and the check leaves what it
-//! created; bare repositories (a directory that is a repository without being
+//! Not covered: a host killed during a merge leaves what was merged so far
+//! (never a protected path); bare repositories (a directory that is a repository without being
 //! named `.git`) are not guarded (rebase and sequencer state stays read-only even
 //! under a commit grant: its todo lists hold `exec` lines); a read-only
 //! call needs no walk (its work dir is read-only as a whole). The walk costs one
@@ -65,7 +69,8 @@
 //! `landlock` (the rulesets, and what a child may reach at all), `seccomp`,
 //! `mounts` (the child's root, planned in the parent), `probe` (what this machine offers, feature by feature; the refusal naming what it lacks), `shared_root` (a root built
 //! once and entered by the children it fits), `protect_walk` and
-//! `protect_check` (protected paths before and after), [`cgroup`], `capture`
+//! `protect_check` (protected paths before and after), `overlay`, `staging` and
+//! `merge` (a writing child's overlay, its layers, merging them), [`cgroup`], `capture`
 //! (head + tail of a stream), `request` (what to run, and the cwd check), [`spawn`] (one child, start to reaped), [`table`]
 //! (what `process_list` shows), `host` (the WIT glue), `resident` (a child that lives across calls: an MCP server).
 
@@ -77,7 +82,9 @@ mod grant;
 mod growth;
 pub(crate) mod host;
 mod landlock;
+mod merge;
 mod mounts;
+mod overlay;
 mod probe;
 mod process;
 mod protect_check;
@@ -88,6 +95,7 @@ mod runtime;
 mod seccomp;
 mod shared_root;
 pub(crate) mod spawn;
+mod staging;
 mod step;
 pub(crate) mod table;
 

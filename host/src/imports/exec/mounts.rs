@@ -34,7 +34,7 @@ use std::path::{Component, Path, PathBuf};
 /// it is mounted in the child's own namespace).
 const STAGE: &str = "/tmp";
 /// Where the child's root is built, once the staging tmpfs is the root.
-const NEW_ROOT: &str = "/newroot";
+pub(super) const NEW_ROOT: &str = "/newroot";
 /// Where the host's root sits meanwhile.
 const OLD_ROOT: &str = "/oldroot";
 /// How many symlinks a path may pass through before it is left out.
@@ -133,6 +133,10 @@ pub(super) struct Layout {
     bound: Vec<PathBuf>,
     /// The work dir and whether it is already visible through another bind.
     work_dir: Option<PathBuf>,
+    /// The host's dir of overlay layers (`super::staging`), bound read-write:
+    /// Landlock gives no child a right in it; a writing child's overlay reaches
+    /// its own layer there.
+    staging: Option<PathBuf>,
 }
 
 impl Layout {
@@ -164,6 +168,16 @@ impl Layout {
             layout.work_dir = Some(dir);
         }
         layout
+    }
+
+    /// The same layout, with the host's dir of overlay layers `staging` bound.
+    pub(super) fn with_staging(mut self, staging: Option<&Path>) -> Self {
+        if let Some(dir) = staging {
+            let dir = normalize(dir);
+            self.parents(&dir);
+            self.staging = Some(dir);
+        }
+        self
     }
 
     /// Every host path bound into the root, in order.
@@ -258,12 +272,15 @@ impl Layout {
     }
 
     /// The steps that build one child's root: the work dir read-write when
-    /// `writable`, the `protect` binds over it, then `cwd` as the working directory.
+    /// `writable`, the `protect` binds over it, the `extra` steps (a writing
+    /// child's overlay, its paths under [`NEW_ROOT`]), then `cwd` as the working
+    /// directory.
     pub(super) fn script(
         &self,
         writable: bool,
         protect: &[ProtectBind],
         cwd: &Path,
+        extra: Vec<MountOp>,
     ) -> Result<Vec<MountOp>, String> {
         let new = |p: &Path| c_path(&Path::new(NEW_ROOT).join(p.strip_prefix("/").unwrap_or(p)));
         let old = |p: &Path| c_path(&Path::new(OLD_ROOT).join(p.strip_prefix("/").unwrap_or(p)));
@@ -325,6 +342,12 @@ impl Layout {
             }
             bind(&mut ops, work, !writable)?;
         }
+        if let Some(staging) = &self.staging {
+            if !self.covered(staging) {
+                ops.push(MountOp::Mkdir(new(staging)?));
+            }
+            bind(&mut ops, staging, false)?;
+        }
         let mut protect: Vec<&ProtectBind> = protect.iter().collect();
         // A `.git` before the guarded entries inside it.
         protect.sort_by_key(|b| b.path.components().count());
@@ -332,6 +355,7 @@ impl Layout {
             bind(&mut ops, &b.path, b.read_only)?;
             ops.push(MountOp::Expect { path: new(&b.path)?, dev: b.dev, ino: b.ino, mount_root: false });
         }
+        ops.extend(extra);
         ops.extend([
             MountOp::ReadOnly { target: lit(NEW_ROOT)?, recursive: false },
             MountOp::Detach(lit(OLD_ROOT)?),
@@ -351,7 +375,7 @@ impl Layout {
         writable: bool,
         protect: &[ProtectBind],
     ) -> Result<Vec<MountOp>, String> {
-        let mut ops = self.script(writable, protect, Path::new("/"))?;
+        let mut ops = self.script(writable, protect, Path::new("/"), Vec::new())?;
         ops.insert(
             ops.len() - 1,
             MountOp::Mount {
@@ -368,9 +392,15 @@ impl Layout {
     /// What a child that enters a shared root built by [`Self::shared_script`]
     /// checks there before anything else: the work dir is still the inode the
     /// host's work dir is now, and a mount, each protected path still the inode the walk
-    /// found and a mount; then `cwd`. A failed check means the shared root went
-    /// stale (the host removed or replaced what a bind was made of).
-    pub(super) fn checks(&self, protect: &[ProtectBind], cwd: &Path) -> Result<Vec<MountOp>, String> {
+    /// found and a mount; then the `extra` steps (a writing child's overlay, in a
+    /// mount namespace of its own), then `cwd`. A failed check means the shared
+    /// root went stale (the host removed or replaced what a bind was made of).
+    pub(super) fn checks(
+        &self,
+        protect: &[ProtectBind],
+        cwd: &Path,
+        extra: Vec<MountOp>,
+    ) -> Result<Vec<MountOp>, String> {
         use std::os::unix::fs::MetadataExt;
         let mut ops = Vec::with_capacity(protect.len() + 2);
         if let Some(dir) = &self.work_dir {
@@ -386,6 +416,7 @@ impl Layout {
         for b in protect {
             ops.push(MountOp::Expect { path: c_path(&b.path)?, dev: b.dev, ino: b.ino, mount_root: true });
         }
+        ops.extend(extra);
         ops.push(MountOp::Chdir(c_path(cwd)?));
         Ok(ops)
     }
@@ -414,7 +445,8 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-fn c_path(path: &Path) -> Result<CString, String> {
+/// `path` as a C string (an error for a NUL byte).
+pub(super) fn c_path(path: &Path) -> Result<CString, String> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{} contains a NUL byte", path.display()))
 }
 
@@ -472,7 +504,7 @@ mod tests {
             Some(&work),
         );
         let protect = [ProtectBind { path: work.join(".git"), read_only: true, dev: 1, ino: 2 }];
-        let ops = layout.script(false, &protect, &work).unwrap();
+        let ops = layout.script(false, &protect, &work, Vec::new()).unwrap();
         let text = format!("{ops:?}");
         let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle} in {text}"));
         let work_bind = at(&format!("\"/newroot{}\"", work.display()));
@@ -481,9 +513,9 @@ mod tests {
         assert!(matches!(ops.last(), Some(MountOp::Chdir(c)) if c.as_bytes() == work.as_os_str().as_bytes()));
         // Read-only call: the work dir bind is made read-only too.
         let ro = ops.iter().filter(|op| matches!(op, MountOp::ReadOnly { .. })).count();
-        let rw = layout.script(true, &protect, &work).unwrap();
+        let rw = layout.script(true, &protect, &work, Vec::new()).unwrap();
         let ro_writable = rw.iter().filter(|op| matches!(op, MountOp::ReadOnly { .. })).count();
         assert_eq!(ro, ro_writable + 1);
-        assert!(layout.script(true, &[], Path::new("/a\0b")).is_err());
+        assert!(layout.script(true, &[], Path::new("/a\0b"), Vec::new()).is_err());
     }
 }

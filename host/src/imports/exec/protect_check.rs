@@ -84,16 +84,31 @@ impl Watch {
         if problems.is_empty() {
             return Ok(());
         }
-        let more = problems.len().saturating_sub(MAX_NAMED);
-        let mut text = format!(
-            "a command changed protected paths: {}",
-            problems[..problems.len().min(MAX_NAMED)].join("; ")
-        );
-        if more > 0 {
-            text.push_str(&format!("; and {more} more"));
-        }
-        Err(text)
+        Err(describe(&problems))
     }
+
+    /// Give the walk's listing back for the next walk, without a check (the child
+    /// wrote through an overlay, whose merge refuses protected paths itself); the
+    /// binds.
+    pub(super) fn into_binds(mut self) -> Vec<super::mounts::ProtectBind> {
+        let binds = self.binds();
+        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = self.listing.take();
+        binds
+    }
+}
+
+/// What a child changed among the protected paths, as one message (the first
+/// [`MAX_NAMED`] named, the rest counted).
+pub(super) fn describe(problems: &[String]) -> String {
+    let more = problems.len().saturating_sub(MAX_NAMED);
+    let mut text = format!(
+        "a command changed protected paths: {}",
+        problems[..problems.len().min(MAX_NAMED)].join("; ")
+    );
+    if more > 0 {
+        text.push_str(&format!("; and {more} more"));
+    }
+    text
 }
 
 /// What changed between `before` and `after`, undoing what can be undone.

@@ -86,7 +86,7 @@ impl ExecRuntime {
         let work = spec.work_dir.as_deref();
         let confiner =
             Confiner::new(work, &settings.path, &spec.read_dirs).map_err(SpawnError::Unavailable)?;
-        let layout = child_root(work, &settings.path, &spec.read_dirs);
+        let layout = child_root(work, &settings.path, &spec.read_dirs, None);
         let binds = match self.protected_paths().filter(|_| spec.writable && work.is_some()) {
             Some((protected, cache)) => {
                 let watch = tokio::task::spawn_blocking(move || Watch::start(protected, false, cache))
@@ -104,7 +104,8 @@ impl ExecRuntime {
         setup.seccomp = Some(confiner.seccomp(spec.writable));
         setup.namespaces = true;
         setup.ids = Some(shared.ids.clone());
-        setup.mounts = layout.script(spec.writable, &binds, &spec.cwd).map_err(SpawnError::Unavailable)?;
+        setup.mounts =
+            layout.script(spec.writable, &binds, &spec.cwd, Vec::new()).map_err(SpawnError::Unavailable)?;
         setup.drop_caps = Some(shared.last_cap);
         let cgroup = shared.cgroup.and_then(|root| root.child(spec.limits.processes));
         match &cgroup {

@@ -10,14 +10,16 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::cgroup::{CgroupRoot, ChildCgroup};
-use super::confine::{ChildSetup, IdMaps, is_root, last_capability};
+use super::confine::{ChildSetup, IdMaps, WorkRule, is_root, last_capability};
 use super::grant::ResolvedGrant;
 use super::landlock::{Confiner, child_root};
 use super::mounts::{Layout, ProtectBind};
+use super::overlay::{After, Pending, Plan};
 use super::protect_check::{ListingCache, Watch};
 use super::request::SpawnRequest;
 use super::shared_root::SharedRoots;
 use super::spawn::{self, Finished, SpawnError};
+use super::staging::Staging;
 use super::table::{ProcessInfo, ProcessTable};
 use super::{ChildLimits, ExecSettings};
 use crate::limits::WriteMeter;
@@ -36,26 +38,39 @@ pub(super) struct Confinement {
     /// Whether children enter a shared root (else each builds its own: where the
     /// probe found shared roots do not work here).
     pub(super) reuse: bool,
+    /// Whether writing children write through an overlay (`super::overlay`): the
+    /// host has a dir for the layers and the probe mounted one.
+    pub(super) overlay: bool,
 }
 
 impl Confinement {
     /// The confined set-up of one child (and its cgroup): the ruleset and filter for
     /// a call that may or may not write, namespaces, its root (with `protect` bound
-    /// over the work dir, ending in `cwd`), no capabilities, and the process cap —
-    /// the pids cgroup, or `RLIMIT_NPROC` when there is none and the host is not root.
+    /// over the work dir, or over the `overlay` the child mounts there, ending in
+    /// `cwd`), no capabilities, and the process cap — the pids cgroup, or
+    /// `RLIMIT_NPROC` when there is none and the host is not root.
     pub(super) fn setup(
         &self,
         limits: &ChildLimits,
         writable: bool,
         cwd: &Path,
         protect: &[ProtectBind],
+        overlay: Option<&Plan>,
     ) -> Result<(ChildSetup, Option<ChildCgroup>), String> {
         let mut setup = ChildSetup::new(limits);
-        setup.ruleset = Some(self.confiner.ruleset(writable));
+        match overlay {
+            Some(plan) => {
+                let ruleset = self.confiner.overlay_ruleset()?;
+                setup.ruleset = Some(std::os::fd::AsRawFd::as_raw_fd(&ruleset));
+                setup.own_ruleset = Some(ruleset);
+                setup.work_rule = Some(WorkRule { path: plan.work.clone(), access: Confiner::work_access() });
+            }
+            None => setup.ruleset = Some(self.confiner.ruleset(writable)),
+        }
         setup.seccomp = Some(self.confiner.seccomp(writable));
         setup.namespaces = true;
         setup.ids = Some(self.ids.clone());
-        self.root(&mut setup, writable, protect, cwd)?;
+        self.root(&mut setup, writable, protect, cwd, overlay)?;
         setup.drop_caps = Some(self.last_cap);
         let cgroup = self.cgroup.as_ref().and_then(|root| root.child(limits.processes));
         match &cgroup {
@@ -68,18 +83,24 @@ impl Confinement {
 
     /// The child's root: a shared one to enter, with the checks it makes there, or
     /// (no reuse here, or the shared root could not be built) the steps to build its
-    /// own.
+    /// own. A child with an `overlay` gets the read-only root, and mounts its
+    /// overlay (and the binds of `protect` on it) itself.
     fn root(
         &self,
         setup: &mut ChildSetup,
         writable: bool,
         protect: &[ProtectBind],
         cwd: &Path,
+        overlay: Option<&Plan>,
     ) -> Result<(), String> {
+        let (writable, protect) = if overlay.is_some() { (false, &[][..]) } else { (writable, protect) };
+        setup.private_mounts = false;
         if self.reuse {
             match self.roots.get(&self.layout, &self.ids, writable, protect) {
                 Ok(root) => {
-                    setup.mounts = self.layout.checks(protect, cwd)?;
+                    let extra = overlay.map(|o| o.shared.clone()).unwrap_or_default();
+                    setup.mounts = self.layout.checks(protect, cwd, extra)?;
+                    setup.private_mounts = overlay.is_some();
                     setup.net = self.roots.net(&root);
                     setup.root = Some(root);
                     return Ok(());
@@ -91,7 +112,8 @@ impl Confinement {
         }
         setup.root = None;
         setup.net = None;
-        setup.mounts = self.layout.script(writable, protect, cwd)?;
+        let extra = overlay.map(|o| o.own.clone()).unwrap_or_default();
+        setup.mounts = self.layout.script(writable, protect, cwd, extra)?;
         Ok(())
     }
 
@@ -103,11 +125,12 @@ impl Confinement {
         writable: bool,
         protect: &[ProtectBind],
         cwd: &Path,
+        overlay: Option<&Plan>,
     ) -> Result<(), String> {
         if let Some(root) = setup.root.take() {
             self.roots.forget(&root);
         }
-        self.root(setup, writable, protect, cwd)
+        self.root(setup, writable, protect, cwd, overlay)
     }
 }
 
@@ -124,6 +147,12 @@ pub struct ExecRuntime {
     protected: OnceLock<Arc<Protected>>,
     /// The work dir as the last walk for protected paths listed it.
     listing: ListingCache,
+    /// Where writing children's overlay layers go (`super::staging`).
+    staging: OnceLock<Option<Arc<Staging>>>,
+    /// One merge of a layer at a time.
+    merges: Arc<Mutex<()>>,
+    /// Writing children write to the work dir itself (for comparison only).
+    in_place: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for ExecRuntime {
@@ -203,7 +232,45 @@ impl ExecRuntime {
             table: ProcessTable::default(),
             protected: OnceLock::new(),
             listing: ListingCache::default(),
+            staging: OnceLock::new(),
+            merges: Arc::default(),
+            in_place: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// From now on, writing children write to the work dir itself, not through an
+    /// overlay: what a host killed meanwhile leaves there stays. Only to measure
+    /// what the overlay costs (`cargo bench -p toolhost-tests -- exec`).
+    #[doc(hidden)]
+    pub fn write_in_place_for_comparison(&self) {
+        self.in_place.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Where writing children's overlay layers go: a dir under `data_dir`, or one in
+    /// the temp dir (the first that is private to this user and outside the work
+    /// dir, one on the work dir's filesystem first). What hosts that died left
+    /// there is removed now. Set once, before the first child; without it (or where
+    /// no overlay can be mounted) a writing child writes to the work dir itself.
+    pub fn set_data_dir(&self, data_dir: Option<&Path>) {
+        let Some(work) = &self.work_dir else { return };
+        let uid = super::confine::euid();
+        let candidates: Vec<PathBuf> = data_dir
+            .map(|d| d.join("exec-staging"))
+            .into_iter()
+            .chain([std::env::temp_dir().join(format!("toolhost-exec-staging-{uid}"))])
+            .collect();
+        let staging = match Staging::open(work, &candidates) {
+            Ok(staging) => Some(Arc::new(staging)),
+            Err(why) => {
+                tracing::warn!(%why, "commands write to the work dir itself, not through an overlay");
+                None
+            }
+        };
+        let _ = self.staging.set(staging);
+    }
+
+    fn staging(&self) -> Option<&Arc<Staging>> {
+        self.staging.get().and_then(Option::as_ref)
     }
 
     /// What no child may change: read-only binds over it in every writing child's
@@ -248,7 +315,14 @@ impl ExecRuntime {
         let confiner =
             Confiner::new(self.work_dir.as_deref(), &self.settings.path, &self.settings.read_dirs)?;
         super::mounts::check_host()?;
-        let layout = child_root(self.work_dir.as_deref(), &self.settings.path, &self.settings.read_dirs);
+        // No staging dir set by now: none for this host's life.
+        let staging = self.staging.get_or_init(|| None).clone();
+        let layout = child_root(
+            self.work_dir.as_deref(),
+            &self.settings.path,
+            &self.settings.read_dirs,
+            staging.as_deref().map(Staging::dir),
+        );
         let cgroup = super::probe::host_cgroup(&self.settings);
         if cgroup.is_none() && is_root() {
             return Err(
@@ -265,12 +339,27 @@ impl ExecRuntime {
             last_cap: last_capability(),
             roots: SharedRoots::default(),
             reuse: true,
+            overlay: false,
         };
         let cwd = self.work_dir.clone().unwrap_or_else(|| PathBuf::from("/"));
-        if let Err(why) = probe(&confinement, &self.settings, &cwd) {
+        if let Err(why) = probe(&confinement, &self.settings, &cwd, None) {
             confinement.reuse = false;
-            probe(&confinement, &self.settings, &cwd)?;
+            probe(&confinement, &self.settings, &cwd, None)?;
             tracing::warn!(%why, "children cannot share a root here; each builds its own");
+        }
+        if let (Some(staging), Some(work)) = (&staging, &self.work_dir) {
+            let probed = staging.layer(work).map_err(|e| format!("a layer: {e}")).and_then(|layer| {
+                let plan = super::overlay::plan(&layer, work, &[])?;
+                probe(&confinement, &self.settings, &cwd, Some(&plan))
+            });
+            match probed {
+                Ok(()) => confinement.overlay = true,
+                Err(why) => tracing::warn!(
+                    %why,
+                    "no overlay can be mounted for a writing child here; commands write to the work dir \
+                     itself, and what a host killed meanwhile leaves stays"
+                ),
+            }
         }
         Ok(confinement)
     }
@@ -289,8 +378,9 @@ impl ExecRuntime {
                 self.settings.max_children
             ))
         })?;
-        // A writing child's growth of the work dir is charged to the call's quota.
-        let quota = req.quota.clone();
+        // A writing child's growth of the work dir is charged to the call's quota: by
+        // the merge of its overlay, or measured around it.
+        let quota = req.quota.clone().filter(|_| !self.overlaid(&req));
         let measured = match (&quota, &self.work_dir) {
             (Some(_), Some(work)) => super::growth::measure(work).await.map(|before| (work, before)),
             _ => None,
@@ -302,6 +392,16 @@ impl ExecRuntime {
             quota.record(after.saturating_sub(before));
         }
         finished
+    }
+
+    /// Whether `req` writes through an overlay.
+    fn overlaid(&self, req: &SpawnRequest) -> bool {
+        req.writable
+            && !req.unconfined
+            && !self.in_place.load(std::sync::atomic::Ordering::Relaxed)
+            && self.protected().is_some()
+            && self.confinement().is_ok_and(|c| c.overlay)
+            && self.staging().is_some()
     }
 
     /// [`Self::run`] once a slot is held.
@@ -322,8 +422,10 @@ impl ExecRuntime {
         }
         let confinement = self.confinement().map_err(|e| SpawnError::Unavailable(e.to_string()))?;
         // A read-only child cannot change the work dir at all; a writing one gets
-        // the protected paths bound read-only, and what it creates is undone.
-        let watch = match self.protected().filter(|_| req.writable) {
+        // the protected paths bound read-only, and writes through an overlay whose
+        // merge refuses what it created there (or, without one, has it undone).
+        let protected = self.protected().filter(|_| req.writable);
+        let watch = match protected.clone() {
             Some(protected) => {
                 let (commit, cache) = (req.commit, self.listing.clone());
                 let started = tokio::task::spawn_blocking(move || Watch::start(protected, commit, cache))
@@ -338,14 +440,39 @@ impl ExecRuntime {
             }
             None => None,
         };
-        let binds = watch.as_ref().map(Watch::binds).unwrap_or_default();
+        let layer = match (&watch, self.staging(), &self.work_dir) {
+            (Some(_), Some(staging), Some(work)) if self.overlaid(&req) => {
+                Some(staging.layer(work).map_err(|e| {
+                    SpawnError::Failed(format!("could not make the command's overlay layer: {e}"))
+                })?)
+            }
+            _ => None,
+        };
+        let (binds, plan, after) = match (watch, layer, protected) {
+            (Some(watch), Some(layer), Some(protected)) => {
+                let binds = watch.into_binds();
+                let work = protected.work_dir().to_path_buf();
+                let plan = super::overlay::plan(&layer, &work, &binds).map_err(SpawnError::Unavailable)?;
+                let pending = Pending {
+                    layer,
+                    protected,
+                    commit: req.commit,
+                    quota: req.quota.clone(),
+                    one: self.merges.clone(),
+                };
+                (binds, Some(plan), Some(After::Merge(pending)))
+            }
+            (Some(watch), _, _) => (watch.binds(), None, Some(After::Check(watch))),
+            (None, _, _) => (Vec::new(), None, None),
+        };
         let (mut setup, cgroup) = confinement
-            .setup(&self.settings.limits, req.writable, &req.cwd, &binds)
+            .setup(&self.settings.limits, req.writable, &req.cwd, &binds, plan.as_ref())
             .map_err(SpawnError::Unavailable)?;
         setup.file_size_bytes = file_size(&self.settings.limits);
         let (writable, cwd) = (req.writable, req.cwd.clone());
-        let refresh = move |setup: &mut ChildSetup| confinement.refresh(setup, writable, &binds, &cwd);
-        spawn::run(req, setup, cgroup, watch, &self.path_var, &self.table, cancel, Some(&refresh)).await
+        let refresh =
+            move |setup: &mut ChildSetup| confinement.refresh(setup, writable, &binds, &cwd, plan.as_ref());
+        spawn::run(req, setup, cgroup, after, &self.path_var, &self.table, cancel, Some(&refresh)).await
     }
 
     /// The confinement and the limits, for the shared root's tests.
@@ -353,6 +480,15 @@ impl ExecRuntime {
     pub(super) fn confinement_for_tests(&self) -> (&Confinement, &ChildLimits) {
         let confinement = self.confinement().unwrap_or_else(|e| panic!("no sandbox here: {e}"));
         (confinement, &self.settings.limits)
+    }
+
+    /// Build the confinement, then have children build their own roots.
+    #[cfg(test)]
+    pub(super) fn own_roots_for_tests(&mut self) {
+        let _ = self.confinement_for_tests();
+        if let Some(Ok(confinement)) = self.confinement.get_mut() {
+            confinement.reuse = false;
+        }
     }
 
     /// The work dir children run in.
@@ -390,12 +526,17 @@ pub(super) struct Shared<'a> {
 
 /// Start `true` fully confined once: a kernel without user namespaces (or one that
 /// refuses a step) fails here, before any tool relies on it.
-fn probe(confinement: &Confinement, settings: &ExecSettings, cwd: &Path) -> Result<(), String> {
+fn probe(
+    confinement: &Confinement,
+    settings: &ExecSettings,
+    cwd: &Path,
+    overlay: Option<&Plan>,
+) -> Result<(), String> {
     let program = ["/usr/bin/true", "/bin/true"]
         .into_iter()
         .find(|p| Path::new(p).exists())
         .ok_or("no `true` to probe with")?;
-    let (setup, cgroup) = confinement.setup(&settings.limits, false, cwd, &[])?;
+    let (setup, cgroup) = confinement.setup(&settings.limits, overlay.is_some(), cwd, &[], overlay)?;
     let outcome = super::process::spawn(&probe_spawn(Path::new(program), cwd), &setup)
         .map_err(|e| e.to_string())
         .and_then(|mut spawned| spawned.process.wait_blocking().map_err(|e| e.to_string()));
@@ -444,7 +585,8 @@ mod tests {
         let meta = std::fs::symlink_metadata(work.join(".git")).unwrap();
         let run = |ino: u64| {
             let bind = ProtectBind { path: work.join(".git"), read_only: true, dev: meta.dev(), ino };
-            let (setup, cgroup) = confinement.setup(&runtime.settings.limits, true, &work, &[bind]).unwrap();
+            let (setup, cgroup) =
+                confinement.setup(&runtime.settings.limits, true, &work, &[bind], None).unwrap();
             let spawned =
                 super::super::process::spawn(&probe_spawn(Path::new("/usr/bin/true"), &work), &setup);
             let status = spawned.map(|mut s| s.process.wait_blocking().unwrap());

@@ -59,15 +59,15 @@ fn children_share_one_root_and_a_bind_it_lacks_stops_the_child() {
     // The probe built the read-only root; read-only children enter it.
     assert_eq!(confinement.roots.len(), 1);
     for _ in 0..3 {
-        let (setup, _cgroup) = confinement.setup(limits, false, &work, &[]).unwrap();
+        let (setup, _cgroup) = confinement.setup(limits, false, &work, &[], None).unwrap();
         assert!(setup.root.is_some());
         assert!(sh(&work, "test -d /usr && ! touch x", &setup).unwrap());
     }
     assert_eq!(confinement.roots.len(), 1);
     // A `.git` the root has no bind for: right inode, but no mount there.
     std::fs::create_dir(work.join(".git")).unwrap();
-    let (mut setup, _cgroup) = confinement.setup(limits, true, &work, &[]).unwrap();
-    setup.mounts = confinement.layout.checks(&[bind(&work.join(".git"))], &work).unwrap();
+    let (mut setup, _cgroup) = confinement.setup(limits, true, &work, &[], None).unwrap();
+    setup.mounts = confinement.layout.checks(&[bind(&work.join(".git"))], &work, Vec::new()).unwrap();
     stale(sh(&work, "true", &setup));
 }
 
@@ -79,13 +79,13 @@ fn a_bind_the_host_removed_stops_the_child_and_the_runtime_builds_a_fresh_root()
     let runtime = ExecRuntime::new(ExecSettings::default(), Some(work.clone()));
     let (confinement, limits) = runtime.confinement_for_tests();
     let old = [bind(&work.join(".git"))];
-    let (setup, _cgroup) = confinement.setup(limits, true, &work, &old).unwrap();
+    let (setup, _cgroup) = confinement.setup(limits, true, &work, &old, None).unwrap();
     assert!(sh(&work, "touch ok && ! touch .git/x", &setup).unwrap());
     // Removing it detaches its bind in the shared root; a new one may even get the
     // same inode number. The root still kept for the old binds is stale.
     std::fs::remove_dir(work.join(".git")).unwrap();
     std::fs::create_dir(work.join(".git")).unwrap();
-    let (setup, _cgroup) = confinement.setup(limits, true, &work, &old).unwrap();
+    let (setup, _cgroup) = confinement.setup(limits, true, &work, &old, None).unwrap();
     stale(sh(&work, "touch .git/x", &setup));
     assert!(!work.join(".git/x").exists());
     // Through the runtime (its own walk, and one more try in a fresh root when
@@ -121,7 +121,7 @@ fn each_child_enters_a_network_namespace_made_for_it_alone() {
     let (mut children, mut cgroups) = (Vec::new(), Vec::new());
     let mut pooled = 0;
     for _ in 0..6 {
-        let (setup, cgroup) = confinement.setup(limits, false, &work, &[]).unwrap();
+        let (setup, cgroup) = confinement.setup(limits, false, &work, &[], None).unwrap();
         pooled += usize::from(setup.net.is_some());
         children.push(start_sh(&work, "sleep 5", &setup).unwrap());
         cgroups.push(cgroup);
@@ -144,8 +144,8 @@ fn a_child_in_a_namespace_made_ahead_reaches_nothing_and_cannot_bring_up_its_loo
     let runtime = ExecRuntime::new(ExecSettings::default(), Some(work.clone()));
     let (confinement, limits) = runtime.confinement_for_tests();
     // Prime the pool (no runtime: made before `setup` returns).
-    drop(confinement.setup(limits, true, &work, &[]).unwrap());
-    let (setup, _cgroup) = confinement.setup(limits, true, &work, &[]).unwrap();
+    drop(confinement.setup(limits, true, &work, &[], None).unwrap());
+    let (setup, _cgroup) = confinement.setup(limits, true, &work, &[], None).unwrap();
     assert!(setup.net.is_some());
     let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     host.set_nonblocking(true).unwrap();

@@ -10,10 +10,11 @@
 //! If the future is dropped midway (the call's own deadline passed), [`TreeGuard`]
 //! kills the whole tree on drop, and the leader is reaped (`super::process`).
 //!
-//! A writing child's protected paths are checked once its whole tree is dead
-//! (`super::protect_check`): what it created there is removed and the spawn fails
-//! with [`SpawnError::Protected`]. When the future is dropped first, the guard still
-//! runs the check (off the call's path) after killing the tree.
+//! Once a writing child's whole tree is dead, its overlay is merged into the work
+//! dir (`super::overlay`), or without one its protected paths are checked
+//! (`super::protect_check`): what it made there is refused or removed, and the
+//! spawn fails with [`SpawnError::Protected`]. When the future is dropped first,
+//! the guard still does this (off the call's path) after killing the tree.
 
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
@@ -28,8 +29,8 @@ pub(crate) use super::capture::Captured;
 use super::capture::read_capped;
 use super::cgroup::ChildCgroup;
 use super::confine::{self, ChildSetup, Step};
+use super::overlay::After;
 use super::process::{self, Output, Spawn, Spawned};
-use super::protect_check::Watch;
 use super::request::SpawnRequest;
 use super::table::{ProcessState, ProcessTable};
 
@@ -106,8 +107,8 @@ struct TreeGuard<'a> {
     table: &'a ProcessTable,
     entry: u64,
     recorded: bool,
-    /// The protected paths to check once the tree is dead.
-    watch: Option<Watch>,
+    /// What to do once the tree is dead (merge, or check).
+    after: Option<After>,
 }
 
 impl TreeGuard<'_> {
@@ -131,15 +132,16 @@ impl Drop for TreeGuard<'_> {
             self.table.ended(self.entry, ProcessState::Cancelled);
         }
         // Removing the cgroup waits for the killed processes to leave it, and the
-        // check walks the work dir: off the call's path when there is a runtime to
-        // do them on. Nobody is left to tell (the call is ending otherwise), so what
-        // the check finds is logged; what it undoes is undone all the same.
-        let (cgroup, watch) = (self.cgroup.take(), self.watch.take());
+        // merge or check walks the work dir: off the call's path when there is a
+        // runtime to do them on. Nobody is left to tell (the call is ending
+        // otherwise), so what they find is logged; what they refuse or undo is all
+        // the same.
+        let (cgroup, then) = (self.cgroup.take(), self.after.take());
         let after = move || {
             if let Some(cgroup) = cgroup {
                 cgroup.remove();
             }
-            if let Some(Err(why)) = watch.map(Watch::check) {
+            if let Some(Err(why)) = then.map(After::finish) {
                 tracing::warn!(%why, "a child that was stopped had changed protected paths");
             }
         };
@@ -160,15 +162,15 @@ enum End {
 pub(super) type Refresh<'a> = &'a (dyn Fn(&mut ChildSetup) -> Result<(), String> + Sync);
 
 /// Spawn `req` with `setup` (its cgroup in `cgroup`), wait for it, and reap it and
-/// everything it started; then check `watch`'s protected paths. Records it in
-/// `table`. A child that found its shared root stale (`super::shared_root`) is
+/// everything it started; then do `after` (merge its overlay, or check the
+/// protected paths). Records it in `table`. A child that found its shared root stale (`super::shared_root`) is
 /// started once more after `refresh`.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn run(
     req: SpawnRequest,
     mut setup: ChildSetup,
     cgroup: Option<ChildCgroup>,
-    watch: Option<Watch>,
+    after: Option<After>,
     path_var: &str,
     table: &ProcessTable,
     cancel: &CancellationToken,
@@ -205,7 +207,7 @@ pub(super) async fn run(
     let pid = process.id();
     let entry = table.started(pid, &req.display, &req.started_by, &req.call_id);
     let userns = if namespaces && cgroup.is_none() { confine::user_namespace(pid) } else { None };
-    let mut guard = TreeGuard { pgid: pid, userns, cgroup, table, entry, recorded: false, watch };
+    let mut guard = TreeGuard { pgid: pid, userns, cgroup, table, entry, recorded: false, after };
 
     let pipe_error = |e: std::io::Error| SpawnError::Failed(format!("pipe: {e}"));
     if let (Some(bytes), Some(stdin)) = (req.stdin, stdin) {
@@ -248,12 +250,12 @@ pub(super) async fn run(
         }
     };
     let (stdout, stderr) = tokio::join!(drain(stdout), drain(stderr));
-    // The whole tree is dead (killed above): nothing changes the work dir now. The
-    // check runs to its end even if this future is dropped meanwhile.
-    let tampered = match guard.watch.take() {
-        Some(watch) => match tokio::task::spawn_blocking(move || watch.check()).await {
+    // The whole tree is dead (killed above): nothing it started writes now. The
+    // merge or check runs to its end even if this future is dropped meanwhile.
+    let tampered = match guard.after.take() {
+        Some(after) => match tokio::task::spawn_blocking(move || after.finish()).await {
             Ok(verdict) => verdict.err(),
-            Err(e) => Some(format!("the check of the protected paths did not finish: {e}")),
+            Err(e) => Some(SpawnError::Failed(format!("merging the command's changes did not finish: {e}"))),
         },
         None => None,
     };
@@ -268,8 +270,8 @@ pub(super) async fn run(
     table.ended(entry, state);
     guard.recorded = true;
     drop(guard);
-    if let Some(why) = tampered {
-        return Err(SpawnError::Protected(why));
+    if let Some(e) = tampered {
+        return Err(e);
     }
     Ok(Finished {
         exit_code: status.code(),
