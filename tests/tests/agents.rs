@@ -15,6 +15,9 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use toolhost_tests::servers::{Instance, http_client, modern_request};
 use toolhost_tests::{toolhost_bin, workspace_root};
 
+/// How a client fills in a header value the config leaves to the environment.
+type Resolve<'a> = Box<dyn Fn(&str) -> String + 'a>;
+
 const PATIENCE: Duration = Duration::from_secs(60);
 const TOKEN: &str = "agents-test-token-0123456789abcdef";
 const STDIO_CLIENTS: [&str; 6] = ["claude-code", "codex", "cursor", "vscode", "claude-desktop", "zed"];
@@ -253,7 +256,7 @@ fn http_remote(client: &str, text: &str, token: &str) -> Remote {
         }
         _ => {
             let doc: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
-            let (entry, resolve): (&Value, Box<dyn Fn(&str) -> String>) = match client {
+            let (entry, resolve): (&Value, Resolve<'_>) = match client {
                 "cursor" => (
                     json_entry(&doc, &["mcpServers"], "mcpServers"),
                     Box::new(|h| h.replace("${env:TOOLHOST_TOKEN}", token)),

@@ -62,7 +62,7 @@ fn list_prints_one_short_line_per_tool() {
         };
         assert_eq!(words.next(), Some(kind), "{line}");
         let sentence = first_sentence(tool["description"].as_str().unwrap());
-        let shown = line.splitn(2, kind).nth(1).unwrap().trim();
+        let shown = line.split_once(kind).unwrap().1.trim();
         match shown.strip_suffix('…') {
             Some(head) => assert!(sentence.starts_with(head), "{shown:?} is not the start of {sentence:?}"),
             None => assert_eq!(shown, sentence, "{line}"),

@@ -162,7 +162,7 @@ async fn examine(args: &HostArgs, without: Vec<SandboxFeature>) -> Findings {
                                       "works": refusal.is_none(), "refusal": refusal}),
                     );
                 }
-                let hooks = policy.as_ref().map(|p| command_hooks(p)).unwrap_or_default();
+                let hooks = policy.as_ref().map(command_hooks).unwrap_or_default();
                 if let (Err(why), false) = (&available, hooks.is_empty()) {
                     problems.push(format!(
                         "the command hooks ({}) will fail every call they match: {why}",

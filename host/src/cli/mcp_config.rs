@@ -149,7 +149,7 @@ fn pinned_dirs() -> Vec<(String, String)> {
 }
 
 fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
-    Ok(std::path::absolute(path).with_context(|| format!("{}", path.display()))?)
+    std::path::absolute(path).with_context(|| format!("{}", path.display()))
 }
 
 fn text(path: &Path) -> String {

@@ -56,7 +56,7 @@ use server::Server;
 /// How a server is reached, resolved.
 pub(crate) enum Kind {
     /// A confined child over stdio.
-    Stdio(launch::Launch),
+    Stdio(Box<launch::Launch>),
     /// Streamable HTTP through the pinned client.
     Http(http::Remote),
     /// An entry that cannot start here (its program is missing, say): why.
@@ -138,7 +138,7 @@ impl Servers {
                         Ok(launch) => {
                             let granted = granted_values(&launch, host);
                             let net = launch.network.is_some();
-                            (Kind::Stdio(launch), granted, net)
+                            (Kind::Stdio(Box::new(launch)), granted, net)
                         }
                         Err(why) => (Kind::Broken(why), Vec::new(), false),
                     },

@@ -73,11 +73,11 @@ fn plan(lines: &Lines<'_, '_>, deep: bool) -> Vec<bool> {
                     }
                     keep[j] = true;
                 }
-                for j in i + 1..(i + 1 + AFTER).min(n) {
+                for (j, slot) in keep.iter_mut().enumerate().take((i + 1 + AFTER).min(n)).skip(i + 1) {
                     if noise(j) || blank(j) {
                         break;
                     }
-                    keep[j] = true;
+                    *slot = true;
                 }
             }
             Class::Summary => keep[i] = true,

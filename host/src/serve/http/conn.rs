@@ -149,7 +149,11 @@ struct Watched {
 }
 
 impl AsyncRead for Watched {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         if self.offset < self.prefix.len() {
             let n = (self.prefix.len() - self.offset).min(buf.remaining());
             buf.put_slice(&self.prefix[self.offset..self.offset + n]);

@@ -158,7 +158,8 @@ impl HttpServer {
         let local = listener.local_addr().map_err(|e| HttpError::Bind(settings.bind, e))?;
         let shutdown = CancellationToken::new();
         let config = rmcp_config(local, &settings, shutdown.child_token());
-        let sessions = Sessions::new(settings.max_sessions, settings.sessions_per_client, settings.session_idle);
+        let sessions =
+            Sessions::new(settings.max_sessions, settings.sessions_per_client, settings.session_idle);
         let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
         let front = Front {
             service,
