@@ -212,19 +212,19 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let work = tempfile::tempdir().unwrap();
         let base_dir = base.path().join("staging");
-        let live = Staging::open(work.path(), &[base_dir.clone()]).unwrap();
+        let live = Staging::open(work.path(), std::slice::from_ref(&base_dir)).unwrap();
         let layer = live.layer(work.path()).unwrap();
         fs::write(layer.upper.join("f"), "x").unwrap();
         // What a host that died leaves: its lock, held by nobody, and its dir.
         let (dead_dir, lock) = (base_dir.join("0123"), base_dir.join("0123.lock"));
         fs::create_dir_all(dead_dir.join("0/upper/.git")).unwrap();
         fs::create_dir_all(dead_dir.join("0/work/work")).unwrap();
-        fs::set_permissions(dead_dir.join("0/work/work"), fs::Permissions::from_mode(0)).unwrap();
+        fs::set_permissions(dead_dir.join("0/work/work"), fs::Permissions::from_mode(0o0)).unwrap();
         fs::write(&lock, "").unwrap();
         fs::create_dir(base_dir.join("orphan")).unwrap();
         fs::create_dir(base_dir.join("kept-a-1")).unwrap();
 
-        let next = Staging::open(work.path(), &[base_dir.clone()]).unwrap();
+        let next = Staging::open(work.path(), std::slice::from_ref(&base_dir)).unwrap();
         assert!(!dead_dir.exists() && !lock.exists() && !base_dir.join("orphan").exists());
         assert!(layer.upper.join("f").exists(), "a live host's layer was removed");
         assert!(base_dir.join("kept-a-1").exists());
