@@ -219,7 +219,7 @@ mod tests {
         let (dead_dir, lock) = (base_dir.join("0123"), base_dir.join("0123.lock"));
         fs::create_dir_all(dead_dir.join("0/upper/.git")).unwrap();
         fs::create_dir_all(dead_dir.join("0/work/work")).unwrap();
-        fs::set_permissions(dead_dir.join("0/work/work"), fs::Permissions::from_mode(0o000)).unwrap();
+        fs::set_permissions(dead_dir.join("0/work/work"), fs::Permissions::from_mode(0o0)).unwrap();
         fs::write(&lock, "").unwrap();
         fs::create_dir(base_dir.join("orphan")).unwrap();
         fs::create_dir(base_dir.join("kept-a-1")).unwrap();
