@@ -62,8 +62,14 @@ pub async fn initialize(client: &reqwest::Client, url: &str) -> Result<String, (
 }
 
 /// A `tools/call` of `tool` on `session`: the answer's text, or the status and text of a refusal.
-pub async fn session_call(client: &reqwest::Client, url: &str, session: &str, tool: &str) -> Result<String, (u16, String)> {
-    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {}}});
+pub async fn session_call(
+    client: &reqwest::Client,
+    url: &str,
+    session: &str,
+    tool: &str,
+) -> Result<String, (u16, String)> {
+    let body =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {}}});
     let with = [("mcp-session-id", session), ("mcp-protocol-version", LEGACY)];
     let text = post(client, url, &body, &with).await?.text().await.map_err(|e| (0, e.to_string()))?;
     Ok(text)
@@ -93,7 +99,11 @@ async fn post(
 }
 
 /// A session's GET event stream, open (its status read, its body not).
-pub async fn open_stream(client: &reqwest::Client, url: &str, session: &str) -> Result<reqwest::Response, (u16, String)> {
+pub async fn open_stream(
+    client: &reqwest::Client,
+    url: &str,
+    session: &str,
+) -> Result<reqwest::Response, (u16, String)> {
     let response = client
         .get(url)
         .header("accept", "text/event-stream")

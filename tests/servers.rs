@@ -115,7 +115,8 @@ impl Instance {
     /// Its resident memory.
     pub fn rss_kib(&self) -> u64 {
         let pid = self.child.id().expect("the server runs");
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("reading /proc/PID/status");
+        let status =
+            std::fs::read_to_string(format!("/proc/{pid}/status")).expect("reading /proc/PID/status");
         let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("a VmRSS line");
         line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("VmRSS in kB")
     }

@@ -30,9 +30,10 @@ async fn calls(client: &reqwest::Client, url: &str) -> Vec<Duration> {
     let mut samples = Vec::with_capacity(CALLS);
     for id in 0..WARM + CALLS {
         let started = Instant::now();
-        let answer = modern_request(client, url, id as u64, "tools/call", json!({"name": "noop", "arguments": {}}))
-            .await
-            .expect("answered");
+        let answer =
+            modern_request(client, url, id as u64, "tools/call", json!({"name": "noop", "arguments": {}}))
+                .await
+                .expect("answered");
         let took = started.elapsed();
         assert_eq!(call_text(&answer).expect("text"), "ok", "{answer}");
         if id >= WARM {

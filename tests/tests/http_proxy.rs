@@ -18,20 +18,32 @@ const NO_FUEL_LIMIT: &str = "18446744073709551615";
 
 /// An instance allowing one call in flight per client, behind a haproxy
 /// whose backend has `server` options and `backend` lines.
-async fn behind_haproxy(work: &std::path::Path, flags: &[&str], server: &str, backend: &str) -> (Instance, Haproxy) {
+async fn behind_haproxy(
+    work: &std::path::Path,
+    flags: &[&str],
+    server: &str,
+    backend: &str,
+) -> (Instance, Haproxy) {
     let balancer_addr = Haproxy::address();
     let authority = balancer_addr.to_string();
     let limits = ["--calls-per-client", "1", "--fuel", NO_FUEL_LIMIT, "--timeout-ms", "5000"];
-    let all = [&["--allow-authority", authority.as_str(), "--trusted-proxy", "127.0.0.1"][..], &limits, flags].concat();
+    let all =
+        [&["--allow-authority", authority.as_str(), "--trusted-proxy", "127.0.0.1"][..], &limits, flags]
+            .concat();
     let instance = Instance::start("proxied", work, &all).await;
     let balancer = Haproxy::start_with(balancer_addr, &[instance.addr], server, backend).await;
     (instance, balancer)
 }
 
 /// A `spin` call by `client` to `url`, in flight in the background.
-fn spinning(client: &reqwest::Client, url: &str) -> tokio::task::JoinHandle<Result<serde_json::Value, String>> {
+fn spinning(
+    client: &reqwest::Client,
+    url: &str,
+) -> tokio::task::JoinHandle<Result<serde_json::Value, String>> {
     let (client, url) = (client.clone(), url.to_string());
-    tokio::spawn(async move { modern_request(&client, &url, 9, "tools/call", json!({"name": "spin", "arguments": {}})).await })
+    tokio::spawn(async move {
+        modern_request(&client, &url, 9, "tools/call", json!({"name": "spin", "arguments": {}})).await
+    })
 }
 
 /// A `noop` call: `Ok` when answered, else the refusal.
@@ -79,7 +91,10 @@ async fn budgets_are_per_client(instance: &Instance, balancer: &Haproxy) {
     let mut reply = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut reply)).await;
     let reply = String::from_utf8_lossy(&reply);
-    assert!(reply.is_empty() || reply.starts_with("HTTP/1.1 400"), "a PROXY header from A is refused: {reply}");
+    assert!(
+        reply.is_empty() || reply.starts_with("HTTP/1.1 400"),
+        "a PROXY header from A is refused: {reply}"
+    );
     spin.abort();
 }
 

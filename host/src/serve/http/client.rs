@@ -206,7 +206,10 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         for (sent, expected) in [
-            (&b"PROXY TCP4 192.0.2.1 127.0.0.1 5000 80\r\nGET /"[..], Ok((Some(ip("192.0.2.1")), b"GET /".to_vec()))),
+            (
+                &b"PROXY TCP4 192.0.2.1 127.0.0.1 5000 80\r\nGET /"[..],
+                Ok((Some(ip("192.0.2.1")), b"GET /".to_vec())),
+            ),
             (&b"GET / HTTP/1.1\r\n\r\n"[..], Err("invalid")),
         ] {
             let mut client = TcpStream::connect(addr).await.unwrap();

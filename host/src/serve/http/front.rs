@@ -89,7 +89,8 @@ impl Front {
         }
         let (post, get) = (request.method() == Method::POST, request.method() == Method::GET);
         // A POST holds a call's slot while its body is read.
-        let (slots, what) = if get { (&self.streams, "event streams") } else { (&self.calls, "calls in flight") };
+        let (slots, what) =
+            if get { (&self.streams, "event streams") } else { (&self.calls, "calls in flight") };
         let Some(mut slot) = slots.take(client) else {
             return too_many(format!("Too Many Requests: this client has too many {what}"));
         };
@@ -121,7 +122,9 @@ impl Front {
         let response = if initialize {
             let (admission, out) = match self.sessions.admit(client) {
                 Ok(admitted) => admitted,
-                Err(refused @ super::sessions::SessionRefused::ClientFull(_)) => return too_many(refused.to_string()),
+                Err(refused @ super::sessions::SessionRefused::ClientFull(_)) => {
+                    return too_many(refused.to_string());
+                }
                 Err(refused) => return plain(StatusCode::SERVICE_UNAVAILABLE, refused.to_string()),
             };
             self.sessions.end(out).await;
@@ -175,7 +178,10 @@ fn precheck(body: &[u8]) -> Result<Option<String>, Response<HttpBody>> {
     };
     if value.is_array() {
         let why = "Invalid Request: batches are not accepted over HTTP";
-        return Err(json(StatusCode::BAD_REQUEST, &jsonrpc::error_response(Value::Null, INVALID_REQUEST, why)));
+        return Err(json(
+            StatusCode::BAD_REQUEST,
+            &jsonrpc::error_response(Value::Null, INVALID_REQUEST, why),
+        ));
     }
     let method = value.get("method").and_then(Value::as_str).map(str::to_owned);
     match jsonrpc::classify(value) {

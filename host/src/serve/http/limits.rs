@@ -200,7 +200,10 @@ mod tests {
         assert!(body.frame().await.is_some());
         assert!(body.frame().await.is_none(), "ended");
         let took = event.elapsed();
-        assert!(took >= patience && took < patience + Duration::from_millis(150), "{took:?} after the last event");
+        assert!(
+            took >= patience && took < patience + Duration::from_millis(150),
+            "{took:?} after the last event"
+        );
     }
 
     fn tokio_stream_from<T>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl futures_util::Stream<Item = T> {

@@ -158,7 +158,8 @@ impl HttpServer {
         let local = listener.local_addr().map_err(|e| HttpError::Bind(settings.bind, e))?;
         let shutdown = CancellationToken::new();
         let config = rmcp_config(local, &settings, shutdown.child_token());
-        let sessions = Sessions::new(settings.max_sessions, settings.sessions_per_client, settings.session_idle);
+        let sessions =
+            Sessions::new(settings.max_sessions, settings.sessions_per_client, settings.session_idle);
         let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
         let front = Front {
             service,
@@ -204,9 +205,8 @@ impl HttpServer {
                 () = self.shutdown.cancelled() => break,
             };
             let _ = stream.set_nodelay(true);
-            let permit = connections.clone().try_acquire_owned().ok();
             let (front, shutdown) = (self.front.clone(), self.shutdown.clone());
-            open.spawn(conn::serve(stream, peer.ip(), permit, front, shutdown));
+            open.spawn(conn::serve(stream, peer.ip(), connections.clone(), front, shutdown));
             while open.try_join_next().is_some() {}
         }
         open.shutdown().await;

@@ -109,7 +109,10 @@ impl Sessions {
 
     /// Room for a new session of `client`, and the sessions pushed out for it
     /// (give them to [`Sessions::end`]).
-    pub(crate) fn admit(self: &Arc<Self>, client: Client) -> Result<(Admission, Vec<SessionId>), SessionRefused> {
+    pub(crate) fn admit(
+        self: &Arc<Self>,
+        client: Client,
+    ) -> Result<(Admission, Vec<SessionId>), SessionRefused> {
         let mut table = self.table();
         if table.admitted >= self.max {
             return Err(SessionRefused::Full(self.max));
