@@ -1,9 +1,9 @@
 //! One accepted connection, from the socket to hyper:
-//! - beyond `max_connections` open at once it is answered 503 and closed;
 //! - from a trusted proxy speaking the PROXY protocol, its header comes first
 //!   (closed without it, `super::client`);
 //! - beyond `connections_per_client` for its client it is answered 429 and
 //!   closed (a trusted proxy's own connections count only in the total);
+//! - beyond `max_connections` open at once it is answered 503 and closed;
 //! - a request head must arrive within `idle_timeout` of the connection's
 //!   start or of the previous response's end; a head begun and not finished
 //!   then is answered 408, a connection that sent nothing is closed.
@@ -18,7 +18,7 @@ use std::time::Duration;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::client::{Client, read_proxy_header};
@@ -27,19 +27,14 @@ use super::front::Front;
 /// How long a refusal may take to write before the connection is dropped.
 const REFUSAL_PATIENCE: Duration = Duration::from_secs(1);
 
-/// Serve one accepted connection from `peer`; `permit` is its place among
-/// all connections (`None`: there is none left).
+/// Serve one accepted connection from `peer`; `all` holds the places of all connections.
 pub(crate) async fn serve(
     stream: TcpStream,
     peer: IpAddr,
-    permit: Option<OwnedSemaphorePermit>,
+    all: Arc<Semaphore>,
     front: Arc<Front>,
     shutdown: CancellationToken,
 ) {
-    let Some(_permit) = permit else {
-        refuse(stream, "503 Service Unavailable", "the server has all the connections it takes").await;
-        return;
-    };
     let idle = front.idle_timeout;
     let (source, prefix) = if front.proxies.expects_header(peer) {
         match read_proxy_header(&stream, idle).await {
@@ -62,6 +57,11 @@ pub(crate) async fn serve(
                 return;
             }
         }
+    };
+    // Counted in the total only once its client may have it.
+    let Ok(_permit) = all.try_acquire_owned() else {
+        refuse(stream, "503 Service Unavailable", "the server has all the connections it takes").await;
+        return;
     };
     let stream = Arc::new(stream);
     let io = Watched { stream: stream.clone(), prefix, offset: 0, unanswered: Arc::default() };

@@ -205,9 +205,8 @@ impl HttpServer {
                 () = self.shutdown.cancelled() => break,
             };
             let _ = stream.set_nodelay(true);
-            let permit = connections.clone().try_acquire_owned().ok();
             let (front, shutdown) = (self.front.clone(), self.shutdown.clone());
-            open.spawn(conn::serve(stream, peer.ip(), permit, front, shutdown));
+            open.spawn(conn::serve(stream, peer.ip(), connections.clone(), front, shutdown));
             while open.try_join_next().is_some() {}
         }
         open.shutdown().await;
