@@ -86,6 +86,18 @@ pub fn test_data_dir() -> &'static Path {
     DIR.get_or_init(|| tempfile::tempdir().expect("temp data dir")).path()
 }
 
+/// The `toolhost` binary to run in `cwd` with this test process's config and data
+/// dirs (never the user's), without `TOOLHOST_LOG`, stdin closed.
+pub fn toolhost_in(cwd: &Path) -> Command {
+    let mut cmd = Command::new(toolhost_bin());
+    cmd.current_dir(cwd)
+        .env_remove("TOOLHOST_LOG")
+        .env("TOOLHOST_CONFIG_DIR", test_config_dir())
+        .env("TOOLHOST_DATA_DIR", test_data_dir())
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
 /// The directory of the built `toolhost` binary's workspace.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()

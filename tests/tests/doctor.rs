@@ -6,21 +6,15 @@
 //! `toolhost doctor`.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 use toolhost::{Host, SandboxFeature, ToolCall};
-use toolhost_tests::{is_root, test_engine_settings, toolhost_bin};
+use toolhost_tests::{is_root, test_engine_settings};
 
 fn toolhost(work: &Path, args: &[&str], without: Option<&str>) -> Output {
-    let mut cmd = Command::new(toolhost_bin());
-    cmd.args(args)
-        .arg("--work-dir")
-        .arg(work)
-        .env_remove("TOOLHOST_LOG")
-        .env_remove("TOOLHOST_SANDBOX_WITHOUT")
-        .env("TOOLHOST_CONFIG_DIR", toolhost_tests::test_config_dir())
-        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir());
+    let mut cmd = toolhost_tests::toolhost_in(work);
+    cmd.args(args).arg("--work-dir").arg(work).env_remove("TOOLHOST_SANDBOX_WITHOUT");
     if let Some(features) = without {
         cmd.env("TOOLHOST_SANDBOX_WITHOUT", features);
     }

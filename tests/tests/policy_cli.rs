@@ -10,15 +10,7 @@ use std::process::{Command, Output, Stdio};
 use toolhost_tests::{EXEC_WASM, HOSTILE_WASM, NET_WASM, test_config_dir, toolhost_bin};
 
 fn run(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(toolhost_bin())
-        .current_dir(cwd)
-        .args(args)
-        .env_remove("TOOLHOST_LOG")
-        .env("TOOLHOST_CONFIG_DIR", test_config_dir())
-        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
-        .stdin(Stdio::null())
-        .output()
-        .expect("running toolhost")
+    toolhost_tests::toolhost_in(cwd).args(args).output().expect("running toolhost")
 }
 
 fn text(bytes: &[u8]) -> String {

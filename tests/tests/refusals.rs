@@ -6,13 +6,13 @@
 //! file and shows what it replaces.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::json;
 use toolhost::policy::ConfigDir;
 use toolhost::{Host, Policy, PolicyError, ToolCall, ToolResult};
 use toolhost_tests::net::{Net, RecordingConnector, Reply, ScriptedResolver, server};
-use toolhost_tests::{HOSTILE_WASM, NET_WASM, test_config_dir, test_engine_settings, toolhost_bin};
+use toolhost_tests::{HOSTILE_WASM, NET_WASM, test_engine_settings, toolhost_in};
 
 fn message(r: &ToolResult) -> &str {
     r.error.as_ref().map(|e| e.message.as_str()).unwrap_or_else(|| panic!("it succeeded: {}", r.output))
@@ -73,7 +73,13 @@ async fn the_policy_key_lets_tools_reach_loopback_as_the_flag_does() {
     let dir = tempfile::tempdir().unwrap();
     let policy = Policy::parse("[network]\nallow-private = true\n", &dir.path().join("p.toml")).unwrap();
     assert_eq!(policy.allow_private_network, Some(true));
-    let host = Host::builder().engine_settings(test_engine_settings()).policy(policy).build().await.unwrap();
+    let host = Host::builder()
+        .engine_settings(test_engine_settings())
+        .mode(toolhost::Mode::Yolo)
+        .policy(policy)
+        .build()
+        .await
+        .unwrap();
     assert!(host.network().allow_private);
     let r = host.execute(ToolCall::new("http_request", json!({"url": format!("http://{addr}/page")}))).await;
     assert!(r.ok, "{:?}", r.error);
@@ -105,15 +111,7 @@ fn an_untrusted_project_policy_may_not_turn_the_private_network_on() {
 }
 
 fn run(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(toolhost_bin())
-        .current_dir(cwd)
-        .args(args)
-        .env_remove("TOOLHOST_LOG")
-        .env("TOOLHOST_CONFIG_DIR", test_config_dir())
-        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
-        .stdin(Stdio::null())
-        .output()
-        .expect("running toolhost")
+    toolhost_in(cwd).args(args).output().expect("running toolhost")
 }
 
 #[test]
