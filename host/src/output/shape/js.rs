@@ -15,7 +15,7 @@ pub(super) fn classify(line: &str) -> Option<Class> {
         return Some(Class::Noise("npm log lines"));
     }
     if line.starts_with("Progress: resolved ")
-        || t.starts_with(|c| matches!(c, '⠋' | '⠙' | '⠹' | '⠸' | '⠼' | '⠴' | '⠦' | '⠧' | '⠇' | '⠏'))
+        || t.starts_with(['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'])
     {
         return Some(Class::Noise("progress lines"));
     }
