@@ -73,12 +73,9 @@ fn plan(lines: &Lines<'_, '_>, deep: bool) -> Vec<bool> {
                     }
                     keep[j] = true;
                 }
-                for (j, slot) in keep.iter_mut().enumerate().take((i + 1 + AFTER).min(n)).skip(i + 1) {
-                    if noise(j) || blank(j) {
-                        break;
-                    }
-                    *slot = true;
-                }
+                let end = (i + 1 + AFTER).min(n);
+                let stop = (i + 1..end).find(|&j| noise(j) || blank(j)).unwrap_or(end);
+                keep[i + 1..stop].fill(true);
             }
             Class::Summary => keep[i] = true,
             Class::Plain if !deep => keep[i] = true,
