@@ -2,14 +2,14 @@
 //! v0.1–v0.3), verified offline as the public Sigstore instance makes them, against a
 //! trusted root (`trusted_root.json`):
 //!
-//! 1. the certificate embeds an SCT from one of the root's CT logs ([`super::sct`]) —
+//! 1. the certificate embeds an SCT from one of the root's CT logs (`sct`) —
 //!    `signature_sct_invalid`;
 //! 2. it chains to one of the root's CAs, valid with the code-signing usage at the
 //!    log's time — `signature_certificate_invalid`;
 //! 3. the transparency-log entry: its log is one of the root's, valid at the entry's
 //!    time; its signed entry timestamp verifies with that log's key; its inclusion
 //!    proof (when the bundle has one) leads to a root hash the log's checkpoint signs
-//!    ([`super::tlog`]) — `signature_tlog_invalid`;
+//!    (`tlog`) — `signature_tlog_invalid`;
 //! 4. the logged entry (`dsse` or `hashedrekord` v0.0.1) is this bundle's signature,
 //!    payload and certificate — `signature_tlog_invalid`;
 //! 5. the signature verifies with its key, over the DSSE envelope's pre-authentication

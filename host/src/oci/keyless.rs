@@ -18,7 +18,7 @@
 //! 5. the certificate's subject (SAN email or URI) and issuer (the Fulcio issuer
 //!    extension, v2 `1.3.6.1.4.1.57264.1.8` or v1 `.1.1`) equal a trusted identity;
 //! 6. when the trusted root lists CT logs (`ctlogs`, as the public instance's does),
-//!    the certificate embeds an SCT one of them signed ([`super::sct`]).
+//!    the certificate embeds an SCT one of them signed (`sct`).
 //!
 //! Not checked: RFC 3161 timestamps. Sigstore bundles (`.sigstore.json`), with their
 //! inclusion proofs and checkpoints, are verified by [`super::bundle`] with the same

@@ -44,7 +44,7 @@
 //!
 //! Modules: `file` (parsing), [`sources`] (which files, trust, merging), [`trust`]
 //! (the config dir: private policies and trust records), [`rules`], [`shell`]
-//! (command lines for rules and the safe list), [`derive`] (the rule "always" saves,
+//! (command lines for rules and the safe list), [`mod@derive`] (the rule "always" saves,
 //! every value in it literal), [`shown`] (text from calls as questions and reasons
 //! show it: quoted, escaped, bounded),
 //! [`servers`], [`permissions`], `approver`, [`env`](mod@env), [`redact`], [`grants`], `limits` (the overrides of a

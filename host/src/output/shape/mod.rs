@@ -2,12 +2,12 @@
 //! what it is, after the full text is in the store.
 //!
 //! [`detect`] recognises the format (from the command line when the tool has
-//! one, else from the content). Every line is then classed (see [`Class`]): a
+//! one, else from the content). Every line is then classed (see `Class`): a
 //! line that looks like a failure, error, warning, panic or stack frame is
 //! always kept with the lines around it, and so is each test summary; the
 //! head and the tail are kept; passing tests, progress and build steps are
 //! folded into a counted marker naming `read_output` and the exact window of
-//! stored lines ([`fold`]). When that copy is still over the budget, the
+//! stored lines (`fold`). When that copy is still over the budget, the
 //! other lines outside a failure's context are folded too. Diffs, file
 //! contents and `git log`/`status` pass through untouched; search results
 //! only have repeated lines collapsed, so a match is never dropped. Unknown
