@@ -64,8 +64,8 @@ pub struct HostBuilder {
     stub_sockets: bool,
     host_env: Option<Vec<(String, String)>>,
     exec: Option<ExecSettings>,
-    sandbox_unavailable: Vec<crate::SandboxFeature>,
-    progress: Option<Arc<dyn crate::Progress>>,
+    sandbox_unavailable: Vec<crate::imports::exec::SandboxFeature>,
+    progress: Option<Arc<dyn crate::engine::progress::Progress>>,
     builtin_exec: Option<ExecGrant>,
     plugin_exec: ExecGrant,
     data_dir: Option<PathBuf>,
@@ -245,14 +245,14 @@ impl HostBuilder {
     /// Treat these sandbox features as missing, on top of the exec settings'
     /// [`ExecSettings::unavailable`]: exec then refuses (`sandbox_unavailable`) as on a
     /// machine without them. Only ever takes features away.
-    pub fn sandbox_unavailable(mut self, features: impl IntoIterator<Item = crate::SandboxFeature>) -> Self {
+    pub fn sandbox_unavailable(mut self, features: impl IntoIterator<Item = crate::imports::exec::SandboxFeature>) -> Self {
         self.sandbox_unavailable.extend(features);
         self
     }
 
     /// Tell `progress` about slow steps: compiling a component the compile cache does
     /// not hold, pulling one from a registry (none by default).
-    pub fn progress(mut self, progress: Arc<dyn crate::Progress>) -> Self {
+    pub fn progress(mut self, progress: Arc<dyn crate::engine::progress::Progress>) -> Self {
         self.progress = Some(progress);
         self
     }

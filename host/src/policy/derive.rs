@@ -8,7 +8,7 @@
 //! the ones the host puts there on purpose: the `*` after a command's program (and
 //! subcommand), the `**` after a URL's origin.
 
-use super::rules::Subject;
+use super::rules::{Subject, is_plain};
 use super::shell::{self, COMMAND_KEY};
 
 /// The pattern language a rule reads a value in: shell words for `command`,
@@ -54,13 +54,6 @@ pub fn literal(text: &str, lang: Lang) -> String {
     out
 }
 
-/// Characters that mean themselves in rule text, globs and shell words alike:
-/// [`literal`] writes them as they are.
-pub fn is_plain(c: char) -> bool {
-    c.is_ascii_alphanumeric()
-        || matches!(c, '_' | '-' | '.' | '/' | '+' | ':' | '@' | '%' | '^')
-        || (!c.is_ascii() && !c.is_whitespace() && !c.is_control())
-}
 
 /// The narrowest useful allow rule for a call to `tool`, for an "always" answer:
 /// - a `command` line: its first simple command's assignments and program, with the

@@ -11,7 +11,7 @@
 //! KEY or a pattern: it then separates nothing (`,`, `=`, `(`, `)`), is not trimmed
 //! (a space), and the glob or shell word reads it as itself (`\*` is a star, `\\`
 //! a backslash). So `write_file(path=a\ b\,c\*)` allows exactly the file `a b,c*`.
-//! The rule an "always" answer saves is written this way ([`super::derive`]).
+//! The rule an "always" answer saves is written this way (`derive`).
 //!
 //! **Command lines.** A string argument named `command` (the builtin `terminal`'s,
 //! or any tool's) is a shell command line, parsed into simple commands
@@ -250,7 +250,7 @@ fn trim_unescaped(text: &str) -> &str {
 }
 
 /// The argument a rule's KEY names: letters, digits, `_`, `-` and the other
-/// characters [`super::derive::literal`] leaves as they are, and any character
+/// characters `derive::literal` leaves as they are, and any character
 /// escaped by `\` (as it writes a name from a call); `None` when it is none.
 fn argument_name(key: &str) -> Option<String> {
     let mut name = String::with_capacity(key.len());
@@ -258,7 +258,7 @@ fn argument_name(key: &str) -> Option<String> {
     while let Some(c) = chars.next() {
         match c {
             '\\' => name.push(chars.next()?),
-            c if super::derive::is_plain(c) => name.push(c),
+            c if is_plain(c) => name.push(c),
             _ => return None,
         }
     }
@@ -371,6 +371,14 @@ pub fn normalize(path: &str, work_dir: Option<&Path>) -> PathBuf {
         Some(rel) => rel.to_path_buf(),
         None => out,
     }
+}
+
+/// Characters that mean themselves in rule text, globs and shell words alike:
+/// `derive::literal` writes them as they are.
+pub fn is_plain(c: char) -> bool {
+    c.is_ascii_alphanumeric()
+        || matches!(c, '_' | '-' | '.' | '/' | '+' | ':' | '@' | '%' | '^')
+        || (!c.is_ascii() && !c.is_whitespace() && !c.is_control())
 }
 
 #[cfg(test)]

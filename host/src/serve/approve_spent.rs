@@ -4,7 +4,7 @@
 //!
 //! The record is a claim on the question's 128-bit nonce (from inside the
 //! sealed state, so a client cannot choose it), kept until the question would
-//! have expired anyway (plus [`crate::CLOCK_SKEW`]):
+//! have expired anyway (plus [`crate::output::CLOCK_SKEW`]):
 //! - in the shared output store when there is one (`serve --store DIR` or
 //!   `--store redis://…`, [`crate::OutputStore::claim`]): every instance
 //!   sharing it refuses an answer another one used, and of two racing on one
@@ -93,7 +93,7 @@ impl Spent {
                 if used.contains_key(&name) {
                     return Ok(Claim::Again);
                 }
-                used.insert(name, until + crate::CLOCK_SKEW);
+                used.insert(name, until + crate::output::CLOCK_SKEW);
                 Ok(Claim::First)
             }
         }
@@ -135,7 +135,7 @@ mod tests {
     #[tokio::test]
     async fn expired_records_are_forgotten_in_memory() {
         let memory = Spent::new(None);
-        let past = SystemTime::now() - crate::CLOCK_SKEW - Duration::from_secs(1);
+        let past = SystemTime::now() - crate::output::CLOCK_SKEW - Duration::from_secs(1);
         assert_eq!(memory.spend(NONCE, past).await.unwrap(), Claim::First);
         let later = SystemTime::now() + Duration::from_secs(60);
         assert_eq!(memory.spend(NONCE, later).await.unwrap(), Claim::First, "an expired record is gone");

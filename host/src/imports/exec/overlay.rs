@@ -25,8 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use super::merge;
 use super::mounts::{MountOp, ProtectBind, c_path};
-use super::protect_check::{Watch, describe};
-use super::spawn::SpawnError;
+use super::protect_check::describe;
 use super::staging::Layer;
 use crate::limits::WriteMeter;
 use crate::protect::Protected;
@@ -108,24 +107,14 @@ fn escape(out: &mut Vec<u8>, path: &Path) {
     }
 }
 
-/// What runs once a writing child's whole tree is dead.
+/// Why a merge failed the call: it stopped midway (what was not merged is kept),
+/// or it refused protected paths (the message names them).
 #[derive(Debug)]
-pub(super) enum After {
-    /// It wrote to the work dir itself: compare the protected paths with the
-    /// walk before, undoing what can be undone (`super::protect_check`).
-    Check(Watch),
-    /// It wrote through an overlay: merge its upper layer.
-    Merge(Pending),
-}
-
-impl After {
-    /// Do it; the error fails the call.
-    pub(super) fn finish(self) -> Result<(), SpawnError> {
-        match self {
-            After::Check(watch) => watch.check().map_err(SpawnError::Protected),
-            After::Merge(pending) => pending.finish(),
-        }
-    }
+pub(super) enum Unmerged {
+    /// It stopped midway.
+    Failed(String),
+    /// It refused protected paths.
+    Protected(String),
 }
 
 /// A layer to merge, and what the merge needs.
@@ -142,7 +131,7 @@ pub(super) struct Pending {
 }
 
 impl Pending {
-    fn finish(self) -> Result<(), SpawnError> {
+    pub(super) fn finish(self) -> Result<(), Unmerged> {
         let _one = self.one.lock().unwrap_or_else(|e| e.into_inner());
         let work = self.protected.work_dir();
         let (merged, failed) = match merge::merge(&self.layer.upper, work, &self.protected, self.commit) {
@@ -161,14 +150,14 @@ impl Pending {
         }
         if let Some(e) = failed {
             let kept = self.layer.keep();
-            return Err(SpawnError::Failed(format!(
+            return Err(Unmerged::Failed(format!(
                 "merging the command's changes into the work dir stopped at {e}; {} entries were merged, \
                  and what was not is kept in {}",
                 merged.changed,
                 kept.display()
             )));
         }
-        if merged.refused.is_empty() { Ok(()) } else { Err(SpawnError::Protected(describe(&merged.refused))) }
+        if merged.refused.is_empty() { Ok(()) } else { Err(Unmerged::Protected(describe(&merged.refused))) }
     }
 }
 

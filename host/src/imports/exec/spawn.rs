@@ -29,8 +29,9 @@ pub(crate) use super::capture::Captured;
 use super::capture::read_capped;
 use super::cgroup::ChildCgroup;
 use super::confine::{self, ChildSetup, Step};
-use super::overlay::After;
+use super::overlay::{Pending, Unmerged};
 use super::process::{self, Output, Spawn, Spawned};
+use super::protect_check::Watch;
 use super::request::SpawnRequest;
 use super::table::{ProcessState, ProcessTable};
 
@@ -282,6 +283,29 @@ pub(super) async fn run(
         timed_out,
         cancelled,
     })
+}
+
+/// What runs once a writing child's whole tree is dead.
+#[derive(Debug)]
+pub(super) enum After {
+    /// It wrote to the work dir itself: compare the protected paths with the
+    /// walk before, undoing what can be undone (`super::protect_check`).
+    Check(Watch),
+    /// It wrote through an overlay: merge its upper layer.
+    Merge(Pending),
+}
+
+impl After {
+    /// Do it; the error fails the call.
+    pub(super) fn finish(self) -> Result<(), SpawnError> {
+        match self {
+            After::Check(watch) => watch.check().map_err(SpawnError::Protected),
+            After::Merge(pending) => pending.finish().map_err(|e| match e {
+                Unmerged::Failed(why) => SpawnError::Failed(why),
+                Unmerged::Protected(why) => SpawnError::Protected(why),
+            }),
+        }
+    }
 }
 
 #[cfg(test)]
