@@ -229,7 +229,7 @@ async fn write_file_refuses_git_and_the_host_config() {
 
     let r = call(&host, "write_file", json!({"path": "toolhost.toml", "content": "[limits]\n"})).await;
     assert_eq!(code(&r), "permission_denied", "{:?}", r.error);
-    assert_eq!(message(&r), "toolhost.toml is a protected path");
+    assert_eq!(message(&r), "\"toolhost.toml\" is a protected path");
     assert!(!dir.path().join("toolhost.toml").exists());
 
     // edit_file obeys the same rule.

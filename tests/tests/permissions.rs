@@ -121,15 +121,15 @@ async fn protected_paths_hold_in_yolo_mode() {
     let host =
         host_with(dir.path(), "[permissions]\nprotected = [\"keys/\"]\n", Some(Mode::Yolo), None).await;
     for (path, why) in [
-        (".git/config", ".git/config is a protected path"),
-        ("sub/.git/HEAD", "sub/.git/HEAD is a protected path"),
-        ("g/config", "g/config is a protected path"),
-        ("toolhost.toml", "toolhost.toml is a protected path"),
-        ("./x/../toolhost.toml", "toolhost.toml is a protected path"),
-        ("keys/id_rsa", "keys/id_rsa is a protected path"),
-        ("out/x.txt", "out/x.txt leads outside the work dir through a symlink"),
-        ("../x.txt", "is outside the work dir"),
-        ("/etc/x", "/etc/x is outside the work dir"),
+        (".git/config", "\".git/config\" is a protected path"),
+        ("sub/.git/HEAD", "\"sub/.git/HEAD\" is a protected path"),
+        ("g/config", "\"g/config\" is a protected path"),
+        ("toolhost.toml", "\"toolhost.toml\" is a protected path"),
+        ("./x/../toolhost.toml", "\"toolhost.toml\" is a protected path"),
+        ("keys/id_rsa", "\"keys/id_rsa\" is a protected path"),
+        ("out/x.txt", "\"out/x.txt\" leads outside the work dir through a symlink"),
+        ("../x.txt", "\" is outside the work dir"),
+        ("/etc/x", "\"/etc/x\" is outside the work dir"),
     ] {
         for (tool, args) in [
             ("write_file", json!({"path": path, "content": "x"})),
