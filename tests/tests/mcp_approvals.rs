@@ -347,7 +347,7 @@ async fn stateless_approvals(server: &mut impl Rpc, work: &Path) {
 
     // Garbage answers run nothing, and say why.
     for (n, (answer, why)) in [
-        (accept("yes please"), "the client's decision `yes please` is none of once, always, deny"),
+        (accept("yes please"), "the client's decision \"yes please\" is none of once, always, deny"),
         (json!({"action": "accept", "content": {"decision": ["once"]}}), "not one of the strings"),
         (json!({"action": "accept"}), "accepted without a decision"),
         (json!("once"), "not an elicitation result"),
@@ -583,7 +583,7 @@ async fn legacy_sessions_are_asked_with_elicitation_over_stdio() {
             json!({"result": {"hello": "world"}}),
             "was not approved: the MCP client's answer is not an elicitation result",
         ),
-        (json!({"result": accept("sure")}), "was not approved: the client's decision `sure` is none of"),
+        (json!({"result": accept("sure")}), "was not approved: the client's decision \"sure\" is none of"),
         (json!({"error": {"code": -32601, "message": "no forms here"}}), "could not ask: no forms here"),
         (json!({"result": {"action": "decline"}}), "the user denied write_file: declined the question"),
         (json!({"result": {"action": "cancel"}}), "the user denied write_file: dismissed the question"),

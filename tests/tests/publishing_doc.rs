@@ -79,13 +79,9 @@ fn the_publishing_page_runs_as_written() {
             std::fs::copy(workspace_root().join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
         }
     }
-    for needle in [
-        "signed by key alice (sha256:",
-        "signed by: key alice (sha256:",
-        "manifest: sha256:",
-        "asks for:",
-        "added plugins.word-count",
-    ] {
+    for needle in
+        ["signed by: key alice (sha256:", "manifest: sha256:", "asks for:", "added plugins.word-count"]
+    {
         assert!(transcript.contains(needle), "{needle}:\n{transcript}");
     }
     let policy = std::fs::read_to_string(work.join("toolhost.toml")).unwrap();

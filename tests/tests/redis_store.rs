@@ -165,9 +165,12 @@ async fn unfit_store_urls_and_a_missing_redis_fail_at_start() {
         assert!(!stderr.contains("hunter2"), "{stderr}");
         assert!(started.elapsed() < Duration::from_secs(15), "{store}: took {:?}", started.elapsed());
     }
-    let out = serve_command(work.path(), &["--store", work.path().to_str().unwrap(), "--store-expiry", "60"])
-        .output()
-        .await
-        .unwrap();
+    // A store directory outside the work dir: one inside it is refused first.
+    let outside = tempfile::tempdir().unwrap();
+    let out =
+        serve_command(work.path(), &["--store", outside.path().to_str().unwrap(), "--store-expiry", "60"])
+            .output()
+            .await
+            .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("--store-expiry applies to a store in Redis"));
 }

@@ -245,7 +245,10 @@ impl HostBuilder {
     /// Treat these sandbox features as missing, on top of the exec settings'
     /// [`ExecSettings::unavailable`]: exec then refuses (`sandbox_unavailable`) as on a
     /// machine without them. Only ever takes features away.
-    pub fn sandbox_unavailable(mut self, features: impl IntoIterator<Item = crate::imports::exec::SandboxFeature>) -> Self {
+    pub fn sandbox_unavailable(
+        mut self,
+        features: impl IntoIterator<Item = crate::imports::exec::SandboxFeature>,
+    ) -> Self {
         self.sandbox_unavailable.extend(features);
         self
     }

@@ -54,7 +54,6 @@ pub fn literal(text: &str, lang: Lang) -> String {
     out
 }
 
-
 /// The narrowest useful allow rule for a call to `tool`, for an "always" answer:
 /// - a `command` line: its first simple command's assignments and program, with the
 ///   subcommand of `git`, `cargo`, …, then `*` ([`shell::suggest`]):
