@@ -88,6 +88,9 @@ async fn the_total_of_connections_is_answered_503_beyond() {
         held.push(slow_head(ip, server.addr).await.unwrap());
     }
     let mut extra = tcp_from(VICTIM, server.addr).await.unwrap();
+    // As a client would: a request, so the answer cannot be taken for a silent close.
+    let head = format!("GET /mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", server.addr);
+    let _ = extra.write_all(head.as_bytes()).await;
     let reply = read_for(&mut extra, Duration::from_secs(5)).await;
     assert!(reply.starts_with("HTTP/1.1 503"), "{reply}");
 }
