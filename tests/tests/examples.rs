@@ -277,3 +277,44 @@ async fn the_library_loads_both_examples_beside_the_builtins() {
     let err = results[2].error.as_ref().expect("a missing file fails");
     assert_eq!(err.code, "not_found");
 }
+
+/// Every file under `dir`, at any depth.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() { files.extend(files_under(&path)) } else { files.push(path) }
+    }
+    files
+}
+
+/// The 18.9 MB Python component imports `wasi:sockets`, which only `stub_sockets`
+/// grants: without it the component is refused from its bytes, with nothing
+/// compiled (the compile cache stays empty) and in well under the seconds a
+/// compile takes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_component_without_its_grant_is_refused_before_compiling() {
+    let cache = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let built = Host::builder()
+        .without_builtins()
+        .engine_settings(toolhost_tests::toolhost::EngineSettings {
+            cache_dir: Some(cache.path().to_path_buf()),
+            ..toolhost_tests::toolhost::EngineSettings::default()
+        })
+        .plugin_file(python())
+        .build()
+        .await;
+    let took = started.elapsed();
+    let Err(err) = built else { panic!("the component loaded without the grant its imports need") };
+    match &err {
+        toolhost_tests::toolhost::LoadError::CapabilityDenied { interface, why } => {
+            assert!(interface.starts_with("wasi:sockets/"), "{interface}");
+            assert!(why.contains("--stub-sockets"), "{why}");
+        }
+        other => panic!("expected capability_denied, got {other:?}"),
+    }
+    assert!(err.to_string().starts_with("capability_denied: "), "{err}");
+    assert_eq!(files_under(cache.path()), Vec::<PathBuf>::new(), "nothing was compiled");
+    assert!(took < std::time::Duration::from_secs(2), "refused after {took:?}");
+}

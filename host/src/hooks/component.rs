@@ -45,6 +45,7 @@ impl ComponentHook {
         grants.fs = FsGrant::None;
         grants.sha256 = Some(sha256.to_string());
         check_identity(&source.display().to_string(), &actual, &grants)?;
+        crate::load::preflight::check_declared_imports(&bytes, &grants)?;
         let component = engine.component(&bytes, &actual)?.component;
         check_imports(&imports_of(engine.wasmtime(), &component), &grants)?;
         let pre = linker

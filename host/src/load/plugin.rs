@@ -20,6 +20,7 @@ use crate::imports::FsAccess;
 use crate::imports::exec::ResolvedGrant;
 use crate::imports::fetch::NetGrant;
 use crate::limits::Limits;
+use crate::load::preflight::check_declared_imports;
 use crate::load::spec::ToolSpec;
 use crate::load::typed::{self, Skipped, TypedExports, TypedFunc};
 use crate::policy::Redactor;
@@ -64,7 +65,8 @@ impl std::fmt::Debug for Plugin {
 impl Plugin {
     /// Load the component `bytes` under the display name `name` with `grants`: its
     /// sha256 must match the pinned one (`identity_mismatch`), and every import must be
-    /// granted (`capability_denied`) before any of its code runs.
+    /// granted (`capability_denied`), judged from its bytes before it is compiled and
+    /// again from the compiled component, before any of its code runs.
     pub(crate) async fn load(
         engine: &Engine,
         linker: &Linker<CallState>,
@@ -74,6 +76,7 @@ impl Plugin {
     ) -> Result<Self, LoadError> {
         let sha256 = hex::encode(Sha256::digest(bytes));
         check_identity(name, &sha256, grants)?;
+        check_declared_imports(bytes, grants)?;
         let loaded = engine.component_named(name, bytes, &sha256)?;
         Self::from_component(engine, linker, name, bytes, sha256, loaded, grants).await
     }
