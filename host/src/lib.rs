@@ -53,7 +53,7 @@ pub use call::executor::{ToolCall, ToolResult};
 pub use call::host::Host;
 pub use dirs::{default_config_dir, default_data_dir, reached_through};
 pub use engine::progress::{Progress, ProgressStep};
-pub use engine::{Engine, EngineSettings};
+pub use engine::{CompilerTiers, Engine, EngineSettings, Tier};
 pub use error::{CallError, LoadError, PolicyError, codes};
 pub use hooks::HookNote;
 pub use imports::exec::{

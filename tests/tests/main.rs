@@ -48,6 +48,7 @@ mod secrets_outside;
 mod server_pins;
 mod shape;
 mod terminal_ui;
+mod tiers;
 mod typed_exports;
 mod walkthrough;
 mod wasi_config;

@@ -441,7 +441,7 @@ impl Host {
         cancel: &CancellationToken,
         quota: &Arc<WriteMeter>,
     ) -> Result<Parts, CallError> {
-        let (Some(func), crate::load::plugin::Exports::Typed(prepared, _)) =
+        let (Some(func), crate::load::plugin::Exports::Typed(slot, _)) =
             (plugin.typed_func(index), plugin.exports())
         else {
             return Err(CallError::new(codes::HOST_ERROR, "not a typed-export tool"));
@@ -465,8 +465,12 @@ impl Host {
             limits,
             deadline: Deadline::after(limits.deadline_for(tool.timeout_ms)),
         };
+        let typed = slot.current();
+        let Some(export) = typed.exports.get(index) else {
+            return Err(CallError::new(codes::HOST_ERROR, "not a typed-export tool"));
+        };
         let result =
-            sandbox::run_typed(prepared, spec, &func.export, &params, func.result.is_some(), cancel).await;
+            sandbox::run_typed(&typed.prepared, spec, export, &params, func.result.is_some(), cancel).await;
         if let Some(why) = tampering.and_then(|t| t.take()) {
             return Err(CallError::new(codes::PERMISSION_DENIED, why));
         }
@@ -511,10 +515,10 @@ impl Host {
             limits,
             deadline: Deadline::after(limits.deadline_for(tool.timeout_ms)),
         };
-        let crate::load::plugin::Exports::Tools(prepared) = plugin.exports() else {
+        let crate::load::plugin::Exports::Tools(slot) = plugin.exports() else {
             return Err(CallError::new(codes::HOST_ERROR, "not a toolhost:plugin tool"));
         };
-        let output = sandbox::run(prepared, spec, &tool.name, &args_json, cancel).await;
+        let output = sandbox::run(&slot.current(), spec, &tool.name, &args_json, cancel).await;
         // A child changed a protected path (undone where it could be).
         if let Some(why) = tampering.and_then(|t| t.take()) {
             return Err(CallError::new(codes::PERMISSION_DENIED, why));

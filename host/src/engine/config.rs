@@ -15,3 +15,13 @@ pub(crate) fn code_config() -> wasmtime::Config {
     config.consume_fuel(true).epoch_interruption(true).wasm_component_model(true);
     config
 }
+
+/// [`code_config`] compiled by Winch, wasmtime's baseline compiler: the same fuel,
+/// epoch interruption and component model (Winch on x86_64 emits the fuel and
+/// epoch checks at each function entry and loop header, as Cranelift does), for
+/// the first calls of a component while Cranelift compiles it.
+pub(crate) fn baseline_config() -> wasmtime::Config {
+    let mut config = code_config();
+    config.strategy(wasmtime::Strategy::Winch);
+    config
+}

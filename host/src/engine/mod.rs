@@ -8,6 +8,7 @@
 
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -17,9 +18,14 @@ use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig};
 mod cache;
 mod config;
 pub(crate) mod progress;
+mod tier;
+
+pub use tier::{CompilerTiers, Tier};
+pub(crate) use tier::{Tiered, upgrade};
 
 use crate::error::LoadError;
 use cache::CompileCache;
+use tier::Tiers;
 
 /// How often the epoch ticker advances the engine's epoch. A running guest
 /// reaches a yield point (where the deadline and cancellation are checked)
@@ -47,11 +53,13 @@ pub struct EngineSettings {
     pub max_concurrent_calls: u32,
     /// Where compiled components are cached; `None` turns the cache off.
     pub cache_dir: Option<PathBuf>,
+    /// Which compilers make the code of a component missing from the cache.
+    pub tiers: CompilerTiers,
 }
 
 impl Default for EngineSettings {
     fn default() -> Self {
-        Self { max_concurrent_calls: 64, cache_dir: CompileCache::default_dir() }
+        Self { max_concurrent_calls: 64, cache_dir: CompileCache::default_dir(), tiers: CompilerTiers::Both }
     }
 }
 
@@ -61,41 +69,24 @@ pub struct Engine {
     inner: wasmtime::Engine,
     cache: Option<CompileCache>,
     progress: Option<std::sync::Arc<dyn progress::Progress>>,
+    tiers: Arc<Tiers>,
 }
 
 impl Engine {
     /// Build the engine and start its epoch ticker (a thread that stops by
     /// itself when the last clone of the engine is dropped).
     pub fn new(settings: &EngineSettings) -> Result<Self, LoadError> {
-        let mut config = config::code_config();
-
-        // Each call instantiates afresh, so keep instance slots ready. One
-        // component instance holds several core instances, memories and tables.
-        let slots = settings.max_concurrent_calls.max(1) + 8;
-        let mut pool = PoolingAllocationConfig::new();
-        pool.total_component_instances(slots)
-            .total_core_instances(slots * 16)
-            .total_memories(slots * 4)
-            .total_tables(slots * 16)
-            .total_stacks(slots)
-            .max_memory_size(4 << 30)
-            .max_core_instance_size(16 << 20)
-            .max_component_instance_size(16 << 20)
-            .table_elements(100_000)
-            // A freed slot keeps its low pages mapped and only the pages the
-            // call dirtied are reset (PAGEMAP_SCAN on Linux ≥ 6.7, else a
-            // memset): the next call takes no page faults and no madvise on
-            // them. Measured: no-op median 35 → 22 µs (BENCHMARKS.md).
-            .pagemap_scan(wasmtime::Enabled::Auto)
-            .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
-            .table_keep_resident(KEEP_RESIDENT_BYTES);
-        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-
-        let inner = wasmtime::Engine::new(&config).map_err(LoadError::engine)?;
-        spawn_epoch_ticker(&inner);
-
+        let inner = build(config::code_config(), settings)?;
         let cache = settings.cache_dir.clone().map(|dir| CompileCache::new(dir, cache_salt(&inner)));
-        Ok(Self { inner, cache, progress: None })
+        let baseline = settings.clone();
+        let tiers = Tiers::new(settings.tiers, move || {
+            let engine = build(config::baseline_config(), &baseline)
+                .inspect_err(|err| tracing::debug!("no baseline compiler tier: {err}"))
+                .ok()?;
+            let cache = baseline.cache_dir.clone().map(|dir| CompileCache::new(dir, cache_salt(&engine)));
+            Some(tier::Baseline { engine, cache })
+        });
+        Ok(Self { inner, cache, progress: None, tiers: Arc::new(tiers) })
     }
 
     /// This engine, telling `progress` when it compiles a component.
@@ -125,7 +116,7 @@ impl Engine {
         if let Some(cache) = &self.cache
             && let Some(component) = cache.load(&self.inner, sha256)
         {
-            return Ok(LoadedComponent { component, from_cache: true });
+            return Ok(self.optimized(component, true));
         }
         let step = progress::start(self.progress.as_ref(), &format!("compiling {name}"), None);
         let component = Component::new(&self.inner, bytes).map_err(LoadError::compile);
@@ -134,11 +125,55 @@ impl Engine {
         if let Some(cache) = &self.cache {
             cache.store(sha256, &component);
         }
-        Ok(LoadedComponent { component, from_cache: false })
+        Ok(self.optimized(component, false))
     }
 }
 
 impl Engine {
+    /// [`Engine::component_named`], but on a cache miss compiled by the baseline
+    /// tier (Winch), whose code runs at once; [`Engine::optimize_later`] then gets
+    /// the optimised code. Falls back to Cranelift where there is no baseline tier
+    /// or Winch cannot compile the component.
+    pub(crate) fn component_tiered(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        sha256: &str,
+    ) -> Result<LoadedComponent, LoadError> {
+        if let Some(cache) = &self.cache
+            && let Some(component) = cache.load(&self.inner, sha256)
+        {
+            return Ok(self.optimized(component, true));
+        }
+        let step = progress::start(self.progress.as_ref(), &format!("compiling {name} (baseline)"), None);
+        let baseline = self.tiers.compile(bytes, sha256);
+        drop(step);
+        match baseline {
+            Some((component, from_cache, engine)) => {
+                Ok(LoadedComponent { component, from_cache, tier: Tier::Baseline, engine })
+            }
+            None => self.component_named(name, bytes, sha256),
+        }
+    }
+
+    /// Compile `bytes` with Cranelift in the background (one component at a time)
+    /// into the compile cache, then call `done` with it; `done` answers `false`
+    /// when the code is no longer wanted (checked before compiling too).
+    pub(crate) fn optimize_later(
+        &self,
+        bytes: Arc<[u8]>,
+        sha256: &str,
+        done: Box<dyn Fn(Option<Component>) -> bool + Send>,
+    ) {
+        let job = tier::Job { sha256: sha256.to_string(), bytes, done };
+        self.tiers.optimize_later(&self.inner, self.cache.as_ref(), job);
+    }
+
+    /// `component`, compiled by this engine's own (optimising) compiler.
+    fn optimized(&self, component: Component, from_cache: bool) -> LoadedComponent {
+        LoadedComponent { component, from_cache, tier: Tier::Optimized, engine: self.inner.clone() }
+    }
+
     /// Load `precompiled`, code this binary carries (a builtin plugin compiled
     /// by `build.rs` with this engine's code settings), when it fits this
     /// engine; otherwise (another CPU, a cross build, an empty artifact) fall
@@ -161,7 +196,7 @@ impl Engine {
             && let Some(cache) = &self.cache
             && let Some(component) = cache.load_or_keep(&self.inner, sha256, precompiled)
         {
-            return Ok(LoadedComponent { component, from_cache: true });
+            return Ok(self.optimized(component, true));
         }
         if !precompiled.is_empty() {
             // SAFETY: the artifact is part of this binary, written by its own
@@ -170,7 +205,7 @@ impl Engine {
             // engine and refuses one that does not fit.
             #[allow(unsafe_code)]
             match unsafe { Component::deserialize(&self.inner, precompiled) } {
-                Ok(component) => return Ok(LoadedComponent { component, from_cache: true }),
+                Ok(component) => return Ok(self.optimized(component, true)),
                 Err(err) => {
                     tracing::debug!("compiling a builtin: its precompiled code does not fit: {err:#}")
                 }
@@ -180,13 +215,48 @@ impl Engine {
     }
 }
 
-/// A compiled component and whether it came from the cache.
+/// A compiled component, whether it came from the cache, and which tier compiled
+/// it for which engine.
 pub struct LoadedComponent {
     /// The component, ready to link.
     pub component: Component,
     /// True when it was loaded from the compile cache (or, for a builtin,
     /// from the code the binary carries) rather than compiled.
     pub from_cache: bool,
+    /// Which compiler made its code.
+    pub tier: Tier,
+    /// The engine its code belongs to: the only one that may link and
+    /// instantiate it.
+    pub engine: wasmtime::Engine,
+}
+
+/// An engine with `config` and the pooling allocator sized for `settings`, its
+/// epoch ticker started.
+fn build(mut config: wasmtime::Config, settings: &EngineSettings) -> Result<wasmtime::Engine, LoadError> {
+    // Each call instantiates afresh, so keep instance slots ready. One
+    // component instance holds several core instances, memories and tables.
+    let slots = settings.max_concurrent_calls.max(1) + 8;
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(slots)
+        .total_core_instances(slots * 16)
+        .total_memories(slots * 4)
+        .total_tables(slots * 16)
+        .total_stacks(slots)
+        .max_memory_size(4 << 30)
+        .max_core_instance_size(16 << 20)
+        .max_component_instance_size(16 << 20)
+        .table_elements(100_000)
+        // A freed slot keeps its low pages mapped and only the pages the
+        // call dirtied are reset (PAGEMAP_SCAN on Linux ≥ 6.7, else a
+        // memset): the next call takes no page faults and no madvise on
+        // them. Measured: no-op median 35 → 22 µs (BENCHMARKS.md).
+        .pagemap_scan(wasmtime::Enabled::Auto)
+        .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+        .table_keep_resident(KEEP_RESIDENT_BYTES);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    let engine = wasmtime::Engine::new(&config).map_err(LoadError::engine)?;
+    spawn_epoch_ticker(&engine);
+    Ok(engine)
 }
 
 /// A value that changes whenever an artifact compiled by one engine could not
@@ -217,12 +287,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_baseline_tier_caches_apart_from_the_optimising_one() {
+        let settings = EngineSettings { max_concurrent_calls: 1, cache_dir: None, ..Default::default() };
+        let optimized = build(config::code_config(), &settings).unwrap();
+        let baseline = build(config::baseline_config(), &settings).unwrap();
+        assert_ne!(cache_salt(&optimized), cache_salt(&baseline));
+    }
+
+    #[test]
     fn a_builtin_is_mapped_from_the_cache_and_a_copy_that_does_not_fit_is_compiled() {
         let sys = crate::load::builtins::ALL.iter().find(|b| b.name == "builtin:sys").unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let engine =
-            Engine::new(&EngineSettings { max_concurrent_calls: 1, cache_dir: Some(dir.path().into()) })
-                .unwrap();
+        let engine = Engine::new(&EngineSettings {
+            max_concurrent_calls: 1,
+            cache_dir: Some(dir.path().into()),
+            ..Default::default()
+        })
+        .unwrap();
         let file = dir.path().join(cache_salt(engine.wasmtime())).join(format!("{}.cwasm", sys.sha256));
 
         let first = engine.embedded(sys.precompiled, sys.bytes, sys.sha256).unwrap();
@@ -236,9 +317,12 @@ mod tests {
         // Code that does not fit this engine (another wasmtime, a cross build)
         // is not kept: the component is compiled, and the cache holds that.
         let other = tempfile::tempdir().unwrap();
-        let engine =
-            Engine::new(&EngineSettings { max_concurrent_calls: 1, cache_dir: Some(other.path().into()) })
-                .unwrap();
+        let engine = Engine::new(&EngineSettings {
+            max_concurrent_calls: 1,
+            cache_dir: Some(other.path().into()),
+            ..Default::default()
+        })
+        .unwrap();
         let file = other.path().join(cache_salt(engine.wasmtime())).join(format!("{}.cwasm", sys.sha256));
         let compiled = engine.embedded(b"not an artifact", sys.bytes, sys.sha256).unwrap();
         assert!(!compiled.from_cache);

@@ -2,7 +2,7 @@
 //! against its grants, compile it (or take it from the cache), prepare its
 //! instantiation, list its tools and compile their argument schemas.
 //!
-//! [`plugin`] loads one component, [`capabilities`] judges its imports, [`preflight`] reads them from the bytes before compiling, [`spec`]
+//! [`plugin`] loads one component, [`link`] links it for its compiler tier's engine, [`capabilities`] judges its imports, [`preflight`] reads them from the bytes before compiling, [`spec`]
 //! bounds and converts its tool list, [`args`] compiles and applies argument
 //! schemas, [`standard`] makes them standard JSON Schema, [`registry`] holds every tool by name, [`inspect`] looks at a
 //! component without registering it, [`builtins`] are the embedded components, [`typed`] makes tools of a component's exported functions.
@@ -11,6 +11,7 @@ pub(crate) mod args;
 pub(crate) mod builtins;
 pub(crate) mod capabilities;
 pub(crate) mod inspect;
+pub(crate) mod link;
 pub(crate) mod plugin;
 pub(crate) mod preflight;
 pub(crate) mod registry;

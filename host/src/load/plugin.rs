@@ -1,5 +1,6 @@
-//! Stage 2, once per plugin: bytes → sha256 → compiled component (cached) →
-//! imports checked → [`PluginPre`] → tool specs.
+//! Stage 2, once per plugin: bytes → sha256 → imports checked → compiled
+//! component (cached; a new one by the baseline tier first, see `engine/tier.rs`)
+//! → imports checked again → `PluginPre` → tool specs.
 //!
 //! Everything that can be done before a call is done here, once: compiling,
 //! resolving imports against the linker, listing the tools and compiling
@@ -13,13 +14,13 @@ use wasmtime::component::Linker;
 use super::capabilities::{
     check_identity, check_imports, imports_of, is_config, is_exec, is_fetch, is_http_client,
 };
-use crate::bindings::HostPluginPre as PluginPre;
-use crate::engine::Engine;
+use crate::engine::{Engine, Tier, Tiered};
 use crate::error::LoadError;
 use crate::imports::FsAccess;
 use crate::imports::exec::ResolvedGrant;
 use crate::imports::fetch::NetGrant;
 use crate::limits::Limits;
+use crate::load::link::{self, Link, Slot, TypedPrepared, linker_for};
 use crate::load::preflight::check_declared_imports;
 use crate::load::spec::ToolSpec;
 use crate::load::typed::{self, Skipped, TypedExports, TypedFunc};
@@ -27,12 +28,13 @@ use crate::policy::Redactor;
 use crate::policy::grants::{FsGrant, PluginGrants};
 use crate::sandbox::{CallState, Prepared};
 
-/// What a component exports, prepared to instantiate.
+/// What a component exports, prepared to instantiate (in the best compiler tier
+/// there is so far).
 pub(crate) enum Exports {
     /// `toolhost:plugin/tools`: the tools it lists.
-    Tools(Prepared),
+    Tools(Arc<Tiered<Prepared>>),
     /// Typed functions, one tool each.
-    Typed(Prepared<wasmtime::component::InstancePre<CallState>>, TypedExports),
+    Typed(Arc<Tiered<TypedPrepared>>, TypedExports),
 }
 
 /// A loaded plugin: a compiled component ready to instantiate per call, and
@@ -77,7 +79,7 @@ impl Plugin {
         let sha256 = hex::encode(Sha256::digest(bytes));
         check_identity(name, &sha256, grants)?;
         check_declared_imports(bytes, grants)?;
-        let loaded = engine.component_named(name, bytes, &sha256)?;
+        let loaded = engine.component_tiered(name, bytes, &sha256)?;
         Self::from_component(engine, linker, name, bytes, sha256, loaded, grants).await
     }
 
@@ -106,42 +108,45 @@ impl Plugin {
         loaded: crate::engine::LoadedComponent,
         grants: &PluginGrants,
     ) -> Result<Self, LoadError> {
-        let component = loaded.component;
-        let imports = imports_of(engine.wasmtime(), &component);
+        let wasm = &loaded.engine;
+        let component = &loaded.component;
+        let imports = imports_of(wasm, component);
         check_imports(&imports, grants)?;
         let net =
             imports.iter().any(|i| is_fetch(i) || is_http_client(i)).then(|| Arc::new(grants.net.clone()));
 
-        let instance_pre = linker
-            .instantiate_pre(&component)
-            .map_err(|e| LoadError::BadPlugin(format!("{name}: cannot link the component: {:#}", e)))?;
         let config = match imports.iter().any(|i| is_config(i)) {
             true => grants.config.iter().map(|c| (c.key.clone(), c.value.clone())).collect(),
             false => Vec::new().into(),
         };
-        let (exports, tools) = if typed::exports_tools(engine.wasmtime(), &component) {
+        let link = Link { name: name.into(), env: grants.env.clone().into(), config };
+        let tier_linker = linker_for(&loaded, linker)?;
+        let (exports, tools) = if typed::exports_tools(wasm, component) {
             if let Some(tool) = grants.read_only.first() {
                 return Err(LoadError::BadPlugin(format!(
                     "{name}: read-only names {tool:?}, but the component exports toolhost:plugin/tools, \
                      whose tools declare for themselves whether they are read-only"
                 )));
             }
-            let pre = PluginPre::new(instance_pre).map_err(|e| {
-                LoadError::BadPlugin(format!(
-                    "{name}: it does not export the toolhost:plugin/tools interface (0.1.0): {e:#}"
-                ))
-            })?;
-            let prepared = prepare(engine, name, grants, &config, pre);
+            let prepared = link.tools(&tier_linker, wasm, component)?;
             let tools = crate::sandbox::list_tools(&prepared, &grants.limits)
                 .await
                 .map_err(|e| LoadError::BadPlugin(format!("{name}: listing its tools failed: {e}")))?;
             let tools = crate::load::spec::from_listing(&prepared.name, tools)?;
-            (Exports::Tools(prepared), tools)
+            (Exports::Tools(Tiered::new(loaded.tier, prepared)), tools)
         } else {
-            let typed = typed::derive(engine.wasmtime(), &component, bytes);
+            let typed = typed::derive(wasm, component, bytes);
             let tools = typed_specs(name, &typed, grants)?;
-            (Exports::Typed(prepare(engine, name, grants, &config, instance_pre), typed), tools)
+            let prepared = link.typed(&tier_linker, wasm, component, &typed)?;
+            (Exports::Typed(Tiered::new(loaded.tier, prepared), typed), tools)
         };
+        if loaded.tier == Tier::Baseline {
+            let slot = match &exports {
+                Exports::Tools(slot) => Slot::Tools(slot),
+                Exports::Typed(slot, _) => Slot::Typed(slot),
+            };
+            link::optimize_later(engine, linker, link, bytes, &sha256, slot);
+        }
         Ok(Self {
             name: name.into(),
             sha256,
@@ -175,6 +180,15 @@ impl Plugin {
     /// Whether the compiled code came from the on-disk cache.
     pub fn from_cache(&self) -> bool {
         self.from_cache
+    }
+
+    /// Which compiler made the code its calls run now: [`Tier::Baseline`] until
+    /// the background compile of a newly added component has replaced it.
+    pub fn tier(&self) -> Tier {
+        match &self.exports {
+            Exports::Tools(slot) => slot.tier(),
+            Exports::Typed(slot, _) => slot.tier(),
+        }
     }
 
     /// The tools the plugin declared, in its own order.
@@ -270,23 +284,6 @@ impl Plugin {
     /// typed-export tool).
     pub fn output_schema(&self, index: usize) -> Option<&serde_json::Value> {
         self.typed_func(index)?.output.as_ref()
-    }
-}
-
-/// What instantiating `pre` takes.
-fn prepare<P>(
-    engine: &Engine,
-    name: &str,
-    grants: &PluginGrants,
-    config: &crate::imports::config::ConfigValues,
-    pre: P,
-) -> Prepared<P> {
-    Prepared {
-        engine: engine.wasmtime().clone(),
-        pre,
-        name: name.into(),
-        env: grants.env.clone().into(),
-        config: config.clone(),
     }
 }
 

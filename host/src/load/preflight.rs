@@ -66,6 +66,7 @@ mod tests {
         let engine = crate::engine::Engine::new(&crate::engine::EngineSettings {
             max_concurrent_calls: 1,
             cache_dir: None,
+            ..Default::default()
         })
         .unwrap();
         for builtin in crate::load::builtins::ALL {
