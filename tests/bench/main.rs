@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|list|grep|fetch|policy|shell|approval|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers|attacked|shape ...]
+//! cargo bench -p toolhost-tests [-- noop|read|load|firstcall|list|grep|fetch|policy|shell|approval|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers|attacked|shape ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -9,6 +9,7 @@
 //! feels.
 
 mod attacked;
+mod firstcall;
 mod oci;
 mod servers;
 mod shape;
@@ -62,6 +63,9 @@ fn main() {
         }
         if wants("load") {
             load().await;
+        }
+        if wants("firstcall") {
+            firstcall::firstcall().await;
         }
         if wants("grep") {
             grep().await;

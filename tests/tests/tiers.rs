@@ -82,6 +82,29 @@ async fn the_memory_cap_stops_a_hog_in_both_tiers() {
     }
 }
 
+/// A host over `dir` with only the component `wasm`, both tiers, its compile cache
+/// in `cache`.
+async fn tiered_host(dir: &Path, cache: &Path, wasm: &str) -> Host {
+    Host::builder()
+        .work_dir(dir)
+        .without_builtins()
+        .engine_settings(EngineSettings { cache_dir: Some(cache.to_path_buf()), ..Default::default() })
+        .mode(toolhost::Mode::Yolo)
+        .plugin_file(wasm)
+        .build()
+        .await
+        .expect("the component loads")
+}
+
+/// Until the background compile has replaced `plugin`'s baseline code.
+async fn wait_optimized(plugin: &toolhost::Plugin) {
+    let started = Instant::now();
+    while plugin.tier() != Tier::Optimized {
+        assert!(started.elapsed() < Duration::from_secs(120), "the optimised code never arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The cache directories (one per engine) holding an artifact named `file`.
 fn dirs_holding(cache: &Path, file: &str) -> usize {
     std::fs::read_dir(cache).unwrap().flatten().filter(|d| d.path().join(file).is_file()).count()
@@ -95,35 +118,15 @@ fn dirs_holding(cache: &Path, file: &str) -> usize {
 async fn a_new_component_runs_on_the_baseline_then_on_optimised_code() {
     let cache = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let build = || {
-        Host::builder()
-            .work_dir(dir.path())
-            .without_builtins()
-            .engine_settings(EngineSettings {
-                cache_dir: Some(cache.path().to_path_buf()),
-                ..Default::default()
-            })
-            .mode(toolhost::Mode::Yolo)
-            .plugin_file(HOSTILE_WASM)
-            .build()
-    };
-    let host = build().await.expect("loads");
+    let host = tiered_host(dir.path(), cache.path(), HOSTILE_WASM).await;
     let plugin = host.plugins()[0].clone();
     let file = format!("{}.cwasm", plugin.sha256());
     assert!(!plugin.from_cache());
-    assert_eq!(
-        dirs_holding(cache.path(), &file),
-        1,
-        "only the baseline's artifact so far, or only one engine's"
-    );
+    assert!(dirs_holding(cache.path(), &file) >= 1, "the baseline's artifact is cached");
     let r = host.execute(ToolCall::new("noop", json!({}))).await;
     assert!(r.ok, "{:?}", r.error);
 
-    let started = Instant::now();
-    while plugin.tier() != Tier::Optimized {
-        assert!(started.elapsed() < Duration::from_secs(120), "the optimised code never arrived");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_optimized(&plugin).await;
     assert_eq!(dirs_holding(cache.path(), &file), 2, "each engine's artifact in its own directory");
     let r = host.execute(ToolCall::new("noop", json!({}))).await;
     assert!(r.ok && r.output == "ok", "{:?}", r.error);
@@ -131,8 +134,32 @@ async fn a_new_component_runs_on_the_baseline_then_on_optimised_code() {
     assert_eq!(r.code(), Some("fuel_exhausted"), "{:?}", r.error);
     drop(host);
 
-    let host = build().await.expect("loads again");
+    let host = tiered_host(dir.path(), cache.path(), HOSTILE_WASM).await;
     let again = &host.plugins()[0];
     assert!(again.from_cache());
     assert_eq!(again.tier(), Tier::Optimized);
+}
+
+/// A typed-export component on the baseline tier: its functions are found again
+/// in the optimised component (their indices belong to one compiled component),
+/// so a call on either side of the upgrade reaches the same function.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_export_component_keeps_its_functions_across_the_upgrade() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let host = tiered_host(dir.path(), cache.path(), toolhost_tests::TEST_TYPED_WASM).await;
+    let plugin = host.plugins()[0].clone();
+    assert!(!plugin.from_cache());
+    let calls = [("echo", json!({"text": "hi"}), "hi"), ("weather_echo", json!({"text": "x"}), "weather: x")];
+    let check = |r: ToolResult, want: &str| {
+        assert!(r.ok, "{:?}", r.error);
+        assert_eq!(r.output, want);
+    };
+    for (tool, args, want) in &calls {
+        check(host.execute(ToolCall::new(*tool, args.clone())).await, want);
+    }
+    wait_optimized(&plugin).await;
+    for (tool, args, want) in &calls {
+        check(host.execute(ToolCall::new(*tool, args.clone())).await, want);
+    }
 }

@@ -20,8 +20,12 @@ pub(crate) fn code_config() -> wasmtime::Config {
 /// epoch interruption and component model (Winch on x86_64 emits the fuel and
 /// epoch checks at each function entry and loop header, as Cranelift does), for
 /// the first calls of a component while Cranelift compiles it.
+///
+/// Winch leaves the trampolines between host and guest to Cranelift, one per
+/// function a host or a table can reach: in this tier they are compiled without
+/// optimisation too.
 pub(crate) fn baseline_config() -> wasmtime::Config {
     let mut config = code_config();
-    config.strategy(wasmtime::Strategy::Winch);
+    config.strategy(wasmtime::Strategy::Winch).cranelift_opt_level(wasmtime::OptLevel::None);
     config
 }

@@ -143,13 +143,16 @@ fn optimize(engine: &wasmtime::Engine, cache: Option<&CompileCache>, jobs: &Rece
         }
         let component = match cache.and_then(|c| c.load(engine, &job.sha256)) {
             Some(component) => Some(component),
+            // Taken back from the cache's file, as a cached component is: its code
+            // mapped from the file rather than held in anonymous memory.
             None => match Component::new(engine, &job.bytes) {
-                Ok(component) => {
-                    if let Some(cache) = cache {
+                Ok(component) => match cache {
+                    Some(cache) => {
                         cache.store(&job.sha256, &component);
+                        cache.load(engine, &job.sha256).or(Some(component))
                     }
-                    Some(component)
-                }
+                    None => Some(component),
+                },
                 Err(err) => {
                     tracing::warn!("optimising {}: {err:#}", job.sha256);
                     None
