@@ -399,7 +399,10 @@ async fn the_compile_cache_is_used_on_the_second_build() {
     let artifacts = files_with_extension(cache.path(), "cwasm");
     let mut names: Vec<String> =
         artifacts.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    // The hostile plugin's code is cached by the baseline tier, and by Cranelift once
+    // its background compile ends, each in its own engine's directory.
     names.sort();
+    names.dedup();
     assert_eq!(names, expected, "the cache holds the builtins and the hostile plugin: {artifacts:?}");
 
     let second = build().await;
