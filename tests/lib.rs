@@ -98,6 +98,16 @@ pub fn toolhost_in(cwd: &Path) -> Command {
     cmd
 }
 
+/// [`toolhost_in`] `work` running `args[0]` (the command) `--work-dir WORK`,
+/// then the rest of `args` (`--work-dir` must come before a `--`), with the
+/// tests' shared compile cache.
+pub fn toolhost_on(work: &Path, args: &[&str]) -> Command {
+    let mut cmd = toolhost_in(work);
+    cmd.arg(args[0]).arg("--work-dir").arg(work).args(&args[1..]);
+    cmd.env("TOOLHOST_CACHE_DIR", workspace_root().join("target/test-compile-cache"));
+    cmd
+}
+
 /// The directory of the built `toolhost` binary's workspace.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()

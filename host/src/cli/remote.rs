@@ -123,13 +123,7 @@ pub(crate) async fn add(
     let client = registry.client(&reference)?;
     let store = store()?;
     let pulled = pull(&reference, &client, Some(&trust), &store).await?;
-    let candidate = Candidate {
-        label: pulled.reference.to_string(),
-        bytes: pulled.component.clone(),
-        source: pulled.reference.to_string(),
-        stem: stem_of(reference.repository()),
-        remote: Some(remote),
-    };
+    let candidate = candidate_of(&pulled, &reference, remote);
     let (report, draft) = examine(&candidate, args).await?;
     print_report(&mut out, &candidate.label, &report, &draft)?;
     print_provenance(&mut out, &pulled)?;
@@ -137,6 +131,17 @@ pub(crate) async fn add(
     pulled.keep(&store)?;
     write_entry(&draft, args, &mut out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `add` and `inspect` examine of a component pulled from `reference`.
+fn candidate_of(pulled: &Pulled, reference: &OciRef, remote: RemoteDraft) -> Candidate {
+    Candidate {
+        label: pulled.reference.to_string(),
+        bytes: pulled.component.clone(),
+        source: pulled.reference.to_string(),
+        stem: stem_of(reference.repository()),
+        remote: Some(remote),
+    }
 }
 
 /// `toolhost inspect oci://…`: pulled into memory, verified, shown; nothing written.
@@ -151,13 +156,7 @@ pub(crate) async fn inspect(
     let (trust, remote) = signers.trust(args, registry.plain_http)?;
     let client = registry.client(&reference)?;
     let pulled = pull(&reference, &client, Some(&trust), &store()?).await?;
-    let candidate = Candidate {
-        label: pulled.reference.to_string(),
-        bytes: pulled.component.clone(),
-        source: pulled.reference.to_string(),
-        stem: stem_of(reference.repository()),
-        remote: Some(remote),
-    };
+    let candidate = candidate_of(&pulled, &reference, remote);
     let (report, draft) = examine(&candidate, args).await?;
     let mut out = std::io::stdout().lock();
     if as_json {
