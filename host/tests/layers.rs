@@ -222,3 +222,79 @@ fn the_reader_sees_what_it_should() {
     let shown: Vec<String> = found.iter().map(|m| m.join("::")).collect();
     assert_eq!(shown, ["imports::CallInfo", "imports::exec::host::X"]);
 }
+
+/// ARCHITECTURE.md stays one page (80 lines of at most 160 characters), every
+/// path it names in backticks exists, and its table of `host/src/` folders is
+/// the tree's: each folder and top-level file of the library named, none that
+/// is not there.
+#[test]
+fn the_architecture_page_is_one_page_and_true() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let page = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let mut problems = Vec::new();
+    let lines: Vec<&str> = page.lines().collect();
+    if lines.len() > 80 {
+        problems.push(format!("{} lines, more than 80", lines.len()));
+    }
+    for (n, line) in lines.iter().enumerate() {
+        if line.chars().count() > 160 {
+            problems.push(format!("line {} has {} characters, more than 160", n + 1, line.chars().count()));
+        }
+    }
+    // A path: a backticked token with a slash or a file extension, no spaces.
+    let path = Regex::new(r"`([A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]*)+|[A-Za-z0-9_\-]+\.(?:rs|md|wit|toml))`")
+        .unwrap();
+    let section = |heading: &str| {
+        let start = page.find(heading).unwrap_or_else(|| panic!("ARCHITECTURE.md has no {heading:?}"));
+        let rest = &page[start + heading.len()..];
+        rest[..rest.find("\n## ").unwrap_or(rest.len())].to_string()
+    };
+    let layer_table = section("## The host by layer");
+    let src = root.join("host/src");
+    // Paths in a row of the layer table may also be inside that row's folder.
+    let mut row_dirs: Vec<(String, PathBuf)> = Vec::new();
+    for row in layer_table.lines().filter(|l| l.starts_with("| `")) {
+        let first = row.split(" | ").next().unwrap().trim_start_matches("| ");
+        let dir = path.captures(first).map(|c| src.join(&c[1])).unwrap_or_else(|| src.clone());
+        row_dirs.push((row.to_string(), dir));
+    }
+    for line in page.lines() {
+        let own = row_dirs.iter().find(|(row, _)| row == line).map(|(_, dir)| dir.clone());
+        for found in path.captures_iter(line) {
+            let named = &found[1];
+            let mut candidates = vec![root.join(named), src.join(named)];
+            candidates.extend(own.iter().map(|dir| dir.join(named)));
+            if !candidates.iter().any(|p| p.exists()) && !named.starts_with("target/") {
+                problems.push(format!("`{named}` does not exist"));
+            }
+        }
+    }
+    // The layer table's first column: the library's folders and top-level files.
+    let mut listed = BTreeSet::new();
+    for row in layer_table.lines().filter(|l| l.starts_with("| `")) {
+        let first = row.split(" | ").next().unwrap();
+        listed.extend(path.captures_iter(first).map(|c| c[1].trim_end_matches('/').to_string()));
+    }
+    let mut tree = BTreeSet::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let library = !matches!(name.as_str(), "cli" | "main.rs" | "lib.rs" | "test_support.rs");
+        if library && (entry.path().is_dir() || name.ends_with(".rs")) {
+            tree.insert(name);
+        }
+    }
+    for missing in tree.difference(&listed) {
+        problems.push(format!("host/src/{missing} is not in the layer table"));
+    }
+    for extra in listed.difference(&tree) {
+        problems.push(format!("the layer table names host/src/{extra}, which is not there"));
+    }
+    // The layers test's own order names the same folders.
+    let layers: BTreeSet<String> = LAYERS.iter().map(|l| l.to_string()).collect();
+    let stems: BTreeSet<String> = tree.iter().map(|n| n.trim_end_matches(".rs").to_string()).collect();
+    for differs in layers.symmetric_difference(&stems) {
+        problems.push(format!("{differs} is in LAYERS or in host/src, not both"));
+    }
+    assert!(problems.is_empty(), "ARCHITECTURE.md:\n{}", problems.join("\n"));
+}
