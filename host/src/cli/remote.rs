@@ -1,7 +1,7 @@
 //! `toolhost add oci://…` / `add https://…`, `toolhost update NAME` and
 //! `toolhost remove NAME`: entries whose component comes from a registry or a URL.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -274,7 +274,8 @@ pub(crate) async fn update(args: &NameArgs, registry: &RegistryArgs, yes: bool) 
         writeln!(out, "not rewritten: widen the entry first (edit it, or `toolhost add` it again)")?;
         return Ok(ExitCode::from(1));
     }
-    if !(yes || confirm(&format!("rewrite plugins.{} to {}?", entry.name, latest.reference))?) {
+    if !(yes || super::approve::confirm(&format!("rewrite plugins.{} to {}?", entry.name, latest.reference))?)
+    {
         writeln!(out, "not rewritten (answer y, or pass --yes)")?;
         return Ok(ExitCode::from(1));
     }
@@ -283,17 +284,6 @@ pub(crate) async fn update(args: &NameArgs, registry: &RegistryArgs, yes: bool) 
     super::trust::after_rewrite(&path, config.as_ref())?;
     writeln!(out, "updated plugins.{} in {}", entry.name, path.display())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Ask a yes/no question on the terminal; `false` without one.
-pub(crate) fn confirm(question: &str) -> anyhow::Result<bool> {
-    if !std::io::stdin().is_terminal() {
-        return Ok(false);
-    }
-    eprint!("{question} [y/N] ");
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer)?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 /// `toolhost remove NAME`
