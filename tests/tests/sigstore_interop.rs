@@ -1,0 +1,311 @@
+//! Interop with an implementation of cosign we did not write: sigstore-rs (the
+//! `sigstore` crate's cosign client and keys), against Debian's docker-registry on
+//! 127.0.0.1. Both ways: sigstore-rs verifies what `toolhost publish --key` pushed (the
+//! `sha256-<digest>.sig` tag, the simple signing payload, the signature annotation),
+//! with the public key `toolhost keygen` wrote; `toolhost inspect` and `add --trust-key`
+//! verify, and `add` installs, what sigstore-rs signed and pushed with a key it made.
+//! The private key files cross too (cosign's encrypted PEM, read by the other side).
+//! Each refuses the other's signature under a foreign key, and a signature made for
+//! another digest: toolhost with a `signature_*` code and nothing written, sigstore-rs
+//! with its public-key constraint unsatisfied.
+//!
+//! sigstore-rs speaks plain HTTP to the test's registry only (`HttpsExcept`), and every
+//! other destination goes through a proxy on a closed loopback port: nothing it does
+//! can leave the machine, whatever the environment's proxy variables say.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sigstore::cosign::constraint::{Constraint, PrivateKeySigner};
+use sigstore::cosign::verification_constraint::{PublicKeyVerifier, VerificationConstraintVec};
+use sigstore::cosign::{ClientBuilder, CosignCapabilities, SignatureLayer, verify_constraints};
+use sigstore::crypto::SigningScheme;
+use sigstore::crypto::signing_key::SigStoreKeyPair;
+use sigstore::registry::{Auth, ClientConfig, ClientProtocol, OciReference};
+use toolhost_tests::registry::Registry;
+use toolhost_tests::{FSPROBE_WASM, HOSTILE_WASM};
+
+use crate::oci::{Machine, block_on, copy_manifest, publish, sig_tag, tamper_payload, text};
+
+const SCHEME: SigningScheme = SigningScheme::ECDSA_P256_SHA256_ASN1;
+
+/// sigstore-rs's cosign client for `registry`: plain HTTP to it alone, HTTPS to any
+/// other host, and that through a proxy on a closed loopback port.
+fn cosign_client(registry: &Registry) -> sigstore::cosign::Client {
+    let dead_end = Some("http://127.0.0.1:1".to_string());
+    let config = ClientConfig {
+        protocol: ClientProtocol::HttpsExcept(vec![registry.host()]),
+        http_proxy: dead_end.clone(),
+        https_proxy: dead_end,
+        no_proxy: Some(registry.addr.ip().to_string()),
+        ..ClientConfig::default()
+    };
+    ClientBuilder::default().with_oci_client_config(config).build().expect("sigstore-rs's cosign client")
+}
+
+/// `oci://HOST:PORT/REPO…` as sigstore-rs names it.
+fn oci_ref(reference: &str) -> OciReference {
+    let bare = reference.strip_prefix("oci://").expect("an oci:// reference");
+    bare.parse().unwrap_or_else(|e| panic!("{bare}: {e}"))
+}
+
+/// The signatures sigstore-rs trusts on the manifest `reference` names, when one of
+/// them is by `public_pem`; else why not.
+fn sigstore_verifies(
+    registry: &Registry,
+    reference: &str,
+    public_pem: &str,
+) -> Result<Vec<SignatureLayer>, String> {
+    block_on(async {
+        let mut client = cosign_client(registry);
+        let layers = client
+            .trusted_signature_layers(&Auth::Anonymous, &oci_ref(reference))
+            .await
+            .map_err(|e| format!("no signature layers: {e}"))?;
+        let verifier = PublicKeyVerifier::try_from(public_pem.as_bytes()).expect("a PEM public key");
+        let constraints: VerificationConstraintVec = vec![Box::new(verifier)];
+        verify_constraints(&layers, constraints.iter())
+            .map_err(|e| format!("{} layer(s), none by the key: {e:?}", layers.len()))?;
+        Ok(layers)
+    })
+}
+
+/// A new ECDSA P-256 key, made by sigstore-rs.
+fn sigstore_key() -> SigStoreKeyPair {
+    SCHEME.create_signer().and_then(|s| s.to_sigstore_keypair()).expect("a sigstore-rs key")
+}
+
+/// sigstore-rs signs the payload naming the manifest `signed` resolves to, with `key`,
+/// and pushes it to the signature tag of the manifest `target` resolves to (the same
+/// one, unless the test means a signature for another digest). The digest signed.
+fn sigstore_sign(registry: &Registry, key: &SigStoreKeyPair, signed: &str, target: &str) -> String {
+    block_on(async {
+        let mut client = cosign_client(registry);
+        let (_, digest) = client.triangulate(&oci_ref(signed), &Auth::Anonymous).await.expect("signed");
+        let (signature_ref, _) =
+            client.triangulate(&oci_ref(target), &Auth::Anonymous).await.expect("target");
+        let mut layer = SignatureLayer::new_unsigned(&oci_ref(signed), &digest).expect("a payload");
+        let signer = PrivateKeySigner::new_with_signer(key.to_sigstore_signer(&SCHEME).expect("a signer"));
+        assert!(signer.add_constraint(&mut layer).expect("signing"), "sigstore-rs did not sign");
+        client
+            .push_signature(None, &Auth::Anonymous, &signature_ref, vec![layer])
+            .await
+            .expect("sigstore-rs pushes the signature");
+        digest
+    })
+}
+
+/// Write `key`'s public PEM as sigstore-rs writes it to `NAME.pub` in the machine's
+/// key dir; the path.
+fn write_public(m: &Machine, name: &str, key: &SigStoreKeyPair) -> String {
+    let path = m.keys.path().join(format!("{name}.pub"));
+    std::fs::write(&path, key.public_key_to_pem().expect("PEM")).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// A PEM public key as toolhost reads it (PEM line endings and wrapping aside).
+fn same_key(pem: &str) -> toolhost::oci::keys::PublicKey {
+    toolhost::oci::keys::PublicKey::from_pem(pem).unwrap_or_else(|e| panic!("{e}: {pem}"))
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Every file under `dirs`, with its bytes.
+fn files_under(dirs: &[&Path]) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// Run `args` on `m`, expecting exit 2 with `code` first on stderr and not one byte
+/// changed in the work dir (the policy) or the cache dir (the store); the stderr.
+fn refused_unchanged(m: &Machine, args: &[&str], code: &str) -> String {
+    let dirs = [m.work.path(), m.cache.path()];
+    let before = files_under(&dirs);
+    let out = m.run(args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}\nstdout: {}\nstderr: {err}", text(&out.stdout));
+    assert!(err.starts_with(&format!("toolhost: {code}: ")), "expected {code}: {err}");
+    assert!(files_under(&dirs) == before, "{args:?} wrote to the policy or the store: {err}");
+    err
+}
+
+#[test]
+fn sigstore_rs_verifies_what_toolhost_publish_signed() {
+    let registry = Registry::start();
+    let m = Machine::new();
+    let alice = m.key("alice");
+    let alice_pub = read(&format!("{alice}.pub"));
+    let reference = registry.reference("tools/hostile:v1");
+    let digest = publish(&m, HOSTILE_WASM, &reference, Some(&alice));
+
+    for by in [reference.clone(), format!("{}@{digest}", registry.reference("tools/hostile"))] {
+        let layers = sigstore_verifies(&registry, &by, &alice_pub).unwrap_or_else(|e| panic!("{by}: {e}"));
+        assert_eq!(layers.len(), 1, "{layers:?}");
+        let critical = &layers[0].simple_signing.critical;
+        assert_eq!(critical.image.docker_manifest_digest, digest);
+        assert_eq!(critical.type_name, "cosign container image signature");
+        assert_eq!(critical.identity.docker_reference, format!("{}/tools/hostile", registry.host()));
+    }
+
+    // The private key keygen wrote, read by sigstore-rs: the same public key.
+    let pair = SigStoreKeyPair::from_encrypted_pem(read(&format!("{alice}.key")).as_bytes(), b"")
+        .expect("sigstore-rs reads toolhost's key file");
+    assert_eq!(same_key(&pair.public_key_to_pem().unwrap()), same_key(&alice_pub));
+
+    // A payload changed after signing (the signature kept) verifies no more.
+    tamper_payload(&registry, "tools/hostile", &digest);
+    let err = sigstore_verifies(&registry, &reference, &alice_pub).expect_err("a changed payload");
+    assert!(err.contains("1 layer(s), none by the key"), "{err}");
+}
+
+#[test]
+fn toolhost_inspects_and_adds_what_sigstore_rs_signed() {
+    let registry = Registry::start();
+    let m = Machine::new();
+    let reference = registry.reference("tools/hostile:v1");
+    let digest = publish(&m, HOSTILE_WASM, &reference, None);
+    let key = sigstore_key();
+    let trust = write_public(&m, "sigrs", &key);
+    assert_eq!(sigstore_sign(&registry, &key, &reference, &reference), digest);
+
+    let out = m.ok(&["inspect", &reference, "--trust-key", &trust, "--plain-http"]);
+    assert!(out.contains(&format!("manifest: {digest}")), "{out}");
+    let signer =
+        out.lines().find(|l| l.starts_with("signed by: key sigrs (sha256:")).expect(&out).to_string();
+    assert!(!m.work.path().join("toolhost.toml").exists(), "inspect wrote the policy");
+
+    let out = m.ok(&["add", &reference, "--trust-key", &trust, "--plain-http"]);
+    assert!(out.contains(&signer), "{out}");
+    let policy = m.policy();
+    assert!(policy.contains(&format!("source = \"{reference}@{digest}\"")), "{policy}");
+    assert!(policy.contains("keys = [\"sigrs\"]"), "{policy}");
+    m.ok(&["call", "noop", "{}"]);
+}
+
+#[test]
+fn the_private_key_files_cross_both_ways() {
+    let registry = Registry::start();
+    let password = "correct horse battery staple";
+
+    // sigstore-rs's encrypted key file, signing with `toolhost publish --key`.
+    let mut m = Machine::new();
+    let key = sigstore_key();
+    let key_file = m.keys.path().join("sigrs.key");
+    std::fs::write(&key_file, key.private_key_to_encrypted_pem(password.as_bytes()).unwrap().as_bytes())
+        .unwrap();
+    let trust = write_public(&m, "sigrs", &key);
+    let reference = registry.reference("tools/from-sigstore-key:v1");
+    let key_arg = key_file.to_str().unwrap();
+    m.env.push(("TOOLHOST_KEY_PASSWORD".into(), "not the password".into()));
+    let out = m.run(&["publish", HOSTILE_WASM, &reference, "--plain-http", "--key", key_arg]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("wrong password"), "{}", text(&out.stderr));
+    m.env = vec![("TOOLHOST_KEY_PASSWORD".into(), password.into())];
+    publish(&m, HOSTILE_WASM, &reference, Some(key_arg.strip_suffix(".key").unwrap()));
+    sigstore_verifies(&registry, &reference, &read(&trust)).expect("signed with sigstore-rs's key file");
+    Machine::new().ok(&["add", &reference, "--trust-key", &trust, "--plain-http"]);
+
+    // toolhost's key file, with a password, signing in sigstore-rs.
+    let alice = m.keys.path().join("alice").to_str().unwrap().to_string();
+    m.ok(&["keygen", &alice]);
+    let pair =
+        SigStoreKeyPair::from_encrypted_pem(read(&format!("{alice}.key")).as_bytes(), password.as_bytes())
+            .expect("sigstore-rs reads toolhost's encrypted key");
+    assert!(SigStoreKeyPair::from_encrypted_pem(read(&format!("{alice}.key")).as_bytes(), b"").is_err());
+    let reference = registry.reference("tools/from-toolhost-key:v1");
+    let digest = publish(&m, HOSTILE_WASM, &reference, None);
+    assert_eq!(sigstore_sign(&registry, &pair, &reference, &reference), digest);
+    let out = Machine::new().ok(&["add", &reference, "--trust-key", &format!("{alice}.pub"), "--plain-http"]);
+    assert!(out.contains("signed by: key alice (sha256:"), "{out}");
+}
+
+#[test]
+fn each_refuses_the_others_signature_under_a_foreign_key() {
+    let registry = Registry::start();
+    let m = Machine::new();
+    let alice = m.key("alice");
+    let alice_pub = format!("{alice}.pub");
+    // The machine already has a tool and a policy: a refusal must leave both as they are.
+    let installed = registry.reference("tools/installed:v1");
+    publish(&m, FSPROBE_WASM, &installed, Some(&alice));
+    m.ok(&["add", &installed, "--trust-key", &alice_pub, "--plain-http"]);
+
+    // sigstore-rs signs with its key; toolhost trusts only alice's.
+    let foreign = registry.reference("tools/foreign:v1");
+    publish(&m, HOSTILE_WASM, &foreign, None);
+    let key = sigstore_key();
+    let sigrs_pub = write_public(&m, "sigrs", &key);
+    sigstore_sign(&registry, &key, &foreign, &foreign);
+    for command in ["add", "inspect"] {
+        let err = refused_unchanged(
+            &m,
+            &[command, &foreign, "--trust-key", &alice_pub, "--plain-http"],
+            "signature_invalid",
+        );
+        assert!(err.contains("does not verify with any trusted key"), "{err}");
+        assert!(err.contains("expected one by key alice (sha256:"), "{err}");
+    }
+    // (The same signature under the right key is good: the refusal was the key's.)
+    assert!(m.ok(&["inspect", &foreign, "--trust-key", &sigrs_pub, "--plain-http"]).contains("key sigrs"));
+
+    // toolhost signs with alice's key; sigstore-rs trusts only its own.
+    let err = sigstore_verifies(&registry, &installed, &read(&sigrs_pub)).expect_err("a foreign key");
+    assert!(err.contains("1 layer(s), none by the key"), "{err}");
+    sigstore_verifies(&registry, &installed, &read(&alice_pub)).expect("alice's key");
+}
+
+#[test]
+fn a_signature_for_another_digest_is_refused_by_both() {
+    let registry = Registry::start();
+    let m = Machine::new();
+    let alice = m.key("alice");
+    let alice_pub = format!("{alice}.pub");
+    let installed = registry.reference("tools/installed:v1");
+    publish(&m, FSPROBE_WASM, &installed, Some(&alice));
+    m.ok(&["add", &installed, "--trust-key", &alice_pub, "--plain-http"]);
+
+    // sigstore-rs signs A's payload and attaches it to B.
+    let a = registry.reference("t/moved:a");
+    let b = registry.reference("t/moved:b");
+    let digest_a = publish(&m, HOSTILE_WASM, &a, None);
+    publish(&m, FSPROBE_WASM, &b, None);
+    let key = sigstore_key();
+    let sigrs_pub = write_public(&m, "sigrs", &key);
+    assert_eq!(sigstore_sign(&registry, &key, &a, &b), digest_a);
+    for command in ["add", "inspect"] {
+        let err = refused_unchanged(
+            &m,
+            &[command, &b, "--trust-key", &sigrs_pub, "--plain-http"],
+            "signature_invalid",
+        );
+        assert!(err.contains("signed by key sigrs"), "{err}");
+        assert!(err.contains(&format!("for another digest {digest_a}")), "{err}");
+    }
+    let err = sigstore_verifies(&registry, &b, &read(&sigrs_pub)).expect_err("another digest");
+    assert!(err.contains("0 layer(s)"), "{err}");
+
+    // toolhost's signature of C, copied to D's signature tag.
+    let c = registry.reference("t/copied:c");
+    let d = registry.reference("t/copied:d");
+    let digest_c = publish(&m, HOSTILE_WASM, &c, Some(&alice));
+    let digest_d = publish(&m, FSPROBE_WASM, &d, None);
+    copy_manifest(&registry, "t/copied", &sig_tag(&digest_c), &sig_tag(&digest_d));
+    let err = sigstore_verifies(&registry, &d, &read(&alice_pub)).expect_err("another digest");
+    assert!(err.contains("0 layer(s)"), "{err}");
+    // The same signature on C, where it belongs, verifies.
+    sigstore_verifies(&registry, &c, &read(&alice_pub)).expect("C's own signature");
+}
