@@ -130,16 +130,28 @@ fn files_under(dirs: &[&Path]) -> BTreeMap<PathBuf, Vec<u8>> {
     files
 }
 
-/// Run `args` on `m`, expecting exit 2 with `code` first on stderr and not one byte
-/// changed in the work dir (the policy) or the cache dir (the store); the stderr.
-fn refused_unchanged(m: &Machine, args: &[&str], code: &str) -> String {
-    let dirs = [m.work.path(), m.cache.path()];
+/// A machine whose config dir (trust records, the private policy) and data dir are
+/// its own, not the test process's shared ones, and the dir holding both.
+fn isolated_machine() -> (Machine, tempfile::TempDir) {
+    let mut m = Machine::new();
+    let home = tempfile::tempdir().unwrap();
+    for (var, sub) in [("TOOLHOST_CONFIG_DIR", "config"), ("TOOLHOST_DATA_DIR", "data")] {
+        m.env.push((var.into(), home.path().join(sub).to_str().unwrap().into()));
+    }
+    (m, home)
+}
+
+/// Run `args` on `m` (an [`isolated_machine`] with its `home`), expecting exit 2 with
+/// `code` first on stderr and not one byte changed in the work dir (the policy), the
+/// cache dir (the store), or the config and data dirs; the stderr.
+fn refused_unchanged(m: &Machine, home: &Path, args: &[&str], code: &str) -> String {
+    let dirs = [m.work.path(), m.cache.path(), home];
     let before = files_under(&dirs);
     let out = m.run(args);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}\nstdout: {}\nstderr: {err}", text(&out.stdout));
     assert!(err.starts_with(&format!("toolhost: {code}: ")), "expected {code}: {err}");
-    assert!(files_under(&dirs) == before, "{args:?} wrote to the policy or the store: {err}");
+    assert!(files_under(&dirs) == before, "{args:?} wrote to the policy, the store or the config: {err}");
     err
 }
 
@@ -236,13 +248,14 @@ fn the_private_key_files_cross_both_ways() {
 #[test]
 fn each_refuses_the_others_signature_under_a_foreign_key() {
     let registry = Registry::start();
-    let m = Machine::new();
+    let (m, home) = isolated_machine();
     let alice = m.key("alice");
     let alice_pub = format!("{alice}.pub");
     // The machine already has a tool and a policy: a refusal must leave both as they are.
     let installed = registry.reference("tools/installed:v1");
     publish(&m, FSPROBE_WASM, &installed, Some(&alice));
     m.ok(&["add", &installed, "--trust-key", &alice_pub, "--plain-http"]);
+    assert!(!files_under(&[home.path()]).is_empty(), "add's trust record is in the machine's own config dir");
 
     // sigstore-rs signs with its key; toolhost trusts only alice's.
     let foreign = registry.reference("tools/foreign:v1");
@@ -253,6 +266,7 @@ fn each_refuses_the_others_signature_under_a_foreign_key() {
     for command in ["add", "inspect"] {
         let err = refused_unchanged(
             &m,
+            home.path(),
             &[command, &foreign, "--trust-key", &alice_pub, "--plain-http"],
             "signature_invalid",
         );
@@ -271,12 +285,13 @@ fn each_refuses_the_others_signature_under_a_foreign_key() {
 #[test]
 fn a_signature_for_another_digest_is_refused_by_both() {
     let registry = Registry::start();
-    let m = Machine::new();
+    let (m, home) = isolated_machine();
     let alice = m.key("alice");
     let alice_pub = format!("{alice}.pub");
     let installed = registry.reference("tools/installed:v1");
     publish(&m, FSPROBE_WASM, &installed, Some(&alice));
     m.ok(&["add", &installed, "--trust-key", &alice_pub, "--plain-http"]);
+    assert!(!files_under(&[home.path()]).is_empty(), "add's trust record is in the machine's own config dir");
 
     // sigstore-rs signs A's payload and attaches it to B.
     let a = registry.reference("t/moved:a");
@@ -289,6 +304,7 @@ fn a_signature_for_another_digest_is_refused_by_both() {
     for command in ["add", "inspect"] {
         let err = refused_unchanged(
             &m,
+            home.path(),
             &[command, &b, "--trust-key", &sigrs_pub, "--plain-http"],
             "signature_invalid",
         );
