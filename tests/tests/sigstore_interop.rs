@@ -4,7 +4,8 @@
 //! `sha256-<digest>.sig` tag, the simple signing payload, the signature annotation),
 //! with the public key `toolhost keygen` wrote; `toolhost inspect` and `add --trust-key`
 //! verify, and `add` installs, what sigstore-rs signed and pushed with a key it made.
-//! The private key files cross too (cosign's encrypted PEM, read by the other side).
+//! The private key files cross too (cosign's encrypted PEM, read by the other side), and
+//! one signature image holds the signatures of both, each found by its key.
 //! Each refuses the other's signature under a foreign key, and a signature made for
 //! another digest: toolhost with a `signature_*` code and nothing written, sigstore-rs
 //! with its public-key constraint unsatisfied.
@@ -324,4 +325,29 @@ fn a_signature_for_another_digest_is_refused_by_both() {
     assert!(err.contains("0 layer(s)"), "{err}");
     // The same signature on C, where it belongs, verifies.
     sigstore_verifies(&registry, &c, &read(&alice_pub)).expect("C's own signature");
+}
+
+#[test]
+fn one_signature_image_holds_both_and_each_finds_its_own() {
+    let registry = Registry::start();
+    let m = Machine::new();
+    let alice = m.key("alice");
+    let alice_pub = read(&format!("{alice}.pub"));
+    let reference = registry.reference("tools/both:v1");
+    let digest = publish(&m, HOSTILE_WASM, &reference, None);
+    let key = sigstore_key();
+    let sigrs_pub = write_public(&m, "sigrs", &key);
+    sigstore_sign(&registry, &key, &reference, &reference);
+    // publish adds its signature to the image sigstore-rs pushed, keeping that layer's
+    // payload and annotation as they were.
+    assert_eq!(publish(&m, HOSTILE_WASM, &reference, Some(&alice)), digest);
+
+    for public in [&alice_pub, &read(&sigrs_pub)] {
+        let layers = sigstore_verifies(&registry, &reference, public).expect("each key's layer");
+        assert_eq!(layers.len(), 2, "{layers:?}");
+    }
+    let out = m.ok(&["inspect", &reference, "--trust-key", &sigrs_pub, "--plain-http"]);
+    assert!(out.contains("signed by: key sigrs (sha256:"), "{out}");
+    let out = m.ok(&["inspect", &reference, "--trust-key", &format!("{alice}.pub"), "--plain-http"]);
+    assert!(out.contains("signed by: key alice (sha256:"), "{out}");
 }
