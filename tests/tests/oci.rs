@@ -340,7 +340,7 @@ fn client(registry: &Registry, repo: &str) -> toolhost::oci::RegistryClient {
     toolhost::oci::RegistryClient::new(&reference, settings, toolhost::oci::Credentials::Anonymous).unwrap()
 }
 
-pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
 }
 
