@@ -28,7 +28,10 @@ fn main() {
 /// `wit-docs-inject` adds them to a component after the toolchain built it (no
 /// toolchain keeps them in the component it links).
 fn with_package_docs(wasm: &std::path::Path, wit: &str) -> std::path::PathBuf {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // Read when the script runs, not when it was compiled: a target dir moved
+    // to another checkout keeps the compiled script.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = std::path::Path::new(&manifest_dir).join("..");
     let wit = root.join(wit);
     println!("cargo:rerun-if-changed={}", wit.display());
     let text = std::fs::read_to_string(&wit).expect("the typed guest's WIT");

@@ -98,6 +98,16 @@ pub fn toolhost_in(cwd: &Path) -> Command {
     cmd
 }
 
+/// [`toolhost_in`] `work` running `args[0]` (the command) `--work-dir WORK`,
+/// then the rest of `args` (`--work-dir` must come before a `--`), with the
+/// tests' shared compile cache.
+pub fn toolhost_on(work: &Path, args: &[&str]) -> Command {
+    let mut cmd = toolhost_in(work);
+    cmd.arg(args[0]).arg("--work-dir").arg(work).args(&args[1..]);
+    cmd.env("TOOLHOST_CACHE_DIR", workspace_root().join("target/test-compile-cache"));
+    cmd
+}
+
 /// The directory of the built `toolhost` binary's workspace.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
@@ -133,6 +143,43 @@ pub async fn hostile_host(limits: toolhost::Limits) -> (toolhost::Host, tempfile
 /// the same one.
 pub const PROFILE: &str = if cfg!(debug_assertions) { "debug" } else { "release" };
 
+/// `cargo build ARGS` from the workspace root, for a binary the tests run; `what` names
+/// it in the error.
+fn cargo_build(what: &str, args: &[&str]) -> Result<(), String> {
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(workspace_root()).arg("build").args(args);
+    // The variables cargo set for this test crate would reach build scripts that
+    // watch them (ring's does, `OUT_DIR` included) and make them rerun, rebuilding
+    // half the tree.
+    cmd.env_remove("OUT_DIR");
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_CRATE_",
+            "CARGO_BIN_",
+            "CARGO_PRIMARY_",
+            "CARGO_TARGET_TMPDIR",
+        ]
+        .iter()
+        .any(|prefix| key.starts_with(prefix))
+        {
+            cmd.env_remove(key.as_ref());
+        }
+    }
+    match cmd.status() {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("building {what} failed: {status}")),
+        Err(e) => Err(format!("could not run cargo to build {what}: {e}")),
+    }
+}
+
+/// `path` when it is a file; else an error naming `what`.
+fn built(what: &str, path: PathBuf) -> Result<PathBuf, String> {
+    if path.is_file() { Ok(path) } else { Err(format!("no {what} at {}", path.display())) }
+}
+
 /// The `toolhost` binary, brought up to date by `cargo build` once per test
 /// binary (a no-op when it is current: cargo does not build a dependency's
 /// binary for another package's tests). A failed build is remembered, so
@@ -140,39 +187,33 @@ pub const PROFILE: &str = if cfg!(debug_assertions) { "debug" } else { "release"
 pub fn toolhost_bin() -> &'static Path {
     static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let bin = BIN.get_or_init(|| {
-        let root = workspace_root();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.current_dir(&root).args(["build", "-p", "toolhost", "--bin", "toolhost"]);
-        // The variables cargo set for this test crate would reach build scripts that
-        // watch them (ring's does, `OUT_DIR` included) and make them rerun, rebuilding
-        // half the tree.
-        cmd.env_remove("OUT_DIR");
-        for (key, _) in std::env::vars_os() {
-            let key = key.to_string_lossy();
-            if [
-                "CARGO_PKG_",
-                "CARGO_MANIFEST_",
-                "CARGO_CRATE_",
-                "CARGO_BIN_",
-                "CARGO_PRIMARY_",
-                "CARGO_TARGET_TMPDIR",
-            ]
-            .iter()
-            .any(|prefix| key.starts_with(prefix))
-            {
-                cmd.env_remove(key.as_ref());
-            }
-        }
+        let what = "the toolhost binary";
+        let mut args = vec!["-p", "toolhost", "--bin", "toolhost"];
         if PROFILE == "release" {
-            cmd.arg("--release");
+            args.push("--release");
         }
-        match cmd.status() {
-            Ok(status) if status.success() => {}
-            Ok(status) => return Err(format!("building the toolhost binary failed: {status}")),
-            Err(e) => return Err(format!("could not run cargo to build the toolhost binary: {e}")),
-        }
-        let bin = root.join("target").join(PROFILE).join("toolhost");
-        if bin.is_file() { Ok(bin) } else { Err(format!("no toolhost binary at {}", bin.display())) }
+        cargo_build(what, &args)?;
+        built(what, workspace_root().join("target").join(PROFILE).join("toolhost"))
+    });
+    bin.as_deref().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The independent cosign peer (`tests/sigstore-peer`: a CLI over sigstore-rs), built
+/// once per test binary in its own workspace and target dir (`target/sigstore-peer`), so
+/// its dependencies' features never reach the main workspace's build. Panics, for every
+/// test that needs it, when it does not build.
+pub fn sigstore_peer_bin() -> &'static Path {
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let bin = BIN.get_or_init(|| {
+        let what = "the sigstore-rs peer (tests/sigstore-peer; it links the system OpenSSL: \
+            libssl-dev and pkg-config, which scripts/deps installs)";
+        let manifest = "tests/sigstore-peer/Cargo.toml";
+        let target_dir = "target/sigstore-peer";
+        cargo_build(
+            what,
+            &["--release", "--locked", "--manifest-path", manifest, "--target-dir", target_dir],
+        )?;
+        built(what, workspace_root().join("target/sigstore-peer/release/sigstore-peer"))
     });
     bin.as_deref().unwrap_or_else(|e| panic!("{e}"))
 }

@@ -1,6 +1,7 @@
 //! The host's modules stay layered one way, and no two of its files need each
 //! other: read from the `crate::`, `super::` and `self::` paths in `host/src` (the
-//! library; the binary's `cli/` is above everything and left out).
+//! library, and apart from it the binary's `main.rs` and `cli/`, which sit above
+//! everything and are checked for cycles only).
 //!
 //! The layers, top to bottom. A module may use the ones below it, never one above.
 
@@ -16,15 +17,24 @@ const LAYERS: &[&str] = &[
 
 type Module = Vec<String>;
 
-/// Every library source file as its module path (`imports/exec/mod.rs` is `imports::exec`).
-fn modules(src: &Path) -> BTreeMap<Module, PathBuf> {
+/// Which crate's files: the library's (`lib.rs` and everything but the
+/// binary's), or the binary's (`main.rs` and `cli/`).
+#[derive(Clone, Copy, PartialEq)]
+enum Crate {
+    Library,
+    Binary,
+}
+
+/// Every source file of `krate` as its module path (`imports/exec/mod.rs` is `imports::exec`).
+fn modules(src: &Path, krate: Crate) -> BTreeMap<Module, PathBuf> {
     let mut out = BTreeMap::new();
     let mut stack = vec![src.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             let rel = path.strip_prefix(src).unwrap().to_path_buf();
-            if rel.starts_with("cli") || rel == Path::new("main.rs") {
+            let binary = rel.starts_with("cli") || rel == Path::new("main.rs");
+            if binary != (krate == Crate::Binary) {
                 continue;
             }
             if path.is_dir() {
@@ -47,7 +57,7 @@ fn modules(src: &Path) -> BTreeMap<Module, PathBuf> {
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect();
             let stem = name.trim_end_matches(".rs");
-            if stem != "mod" && stem != "lib" {
+            if stem != "mod" && stem != "lib" && stem != "main" {
                 module.push(stem.to_string());
             }
             out.insert(module, path);
@@ -120,8 +130,8 @@ fn paths(module: &Module, code: &str) -> Vec<Module> {
 
 /// The file edges: which module uses which (the longest module prefix of each path),
 /// leaving out a module's uses of its own descendants (declaring and re-exporting them).
-fn edges(src: &Path) -> (BTreeMap<Module, BTreeSet<Module>>, Vec<String>) {
-    let modules = modules(src);
+fn edges(src: &Path, krate: Crate) -> (BTreeMap<Module, BTreeSet<Module>>, Vec<String>) {
+    let modules = modules(src, krate);
     let mut graph: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
     let mut problems = Vec::new();
     for (module, path) in &modules {
@@ -149,7 +159,7 @@ fn edges(src: &Path) -> (BTreeMap<Module, BTreeSet<Module>>, Vec<String>) {
 #[test]
 fn no_module_uses_a_layer_above_it() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let (graph, mut problems) = edges(&src);
+    let (graph, mut problems) = edges(&src, Crate::Library);
     let rank = |m: &Module| m.first().and_then(|top| LAYERS.iter().position(|l| l == top));
     for (from, targets) in &graph {
         if from.is_empty() {
@@ -169,10 +179,8 @@ fn no_module_uses_a_layer_above_it() {
     assert!(problems.is_empty(), "the layering is broken:\n{}", problems.join("\n"));
 }
 
-#[test]
-fn no_two_files_need_each_other() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let (graph, _) = edges(&src);
+/// The cycles of `graph`, each as its files in order of name.
+fn cycles(graph: &BTreeMap<Module, BTreeSet<Module>>) -> BTreeSet<String> {
     // Every cycle shows up as a path back to where it started; report each file once.
     let mut cycles = BTreeSet::new();
     for start in graph.keys() {
@@ -192,33 +200,106 @@ fn no_two_files_need_each_other() {
             }
         }
     }
-    assert!(
-        cycles.is_empty(),
-        "files that need each other:\n{}",
-        cycles.into_iter().collect::<Vec<_>>().join("\n")
-    );
+    cycles
 }
 
+/// No two files of the library, nor of the binary (`main.rs` and `cli/`), need each other.
 #[test]
-fn the_reader_sees_what_it_should() {
-    // The check can fail: a use of a higher layer and a cycle are both found.
-    let module: Module = vec!["imports".into(), "exec".into(), "host".into()];
-    let code = "use crate::{call::host::Host, imports::{CallInfo, FsAccess}};\nuse super::ExecAccess;\n\
-                fn f() { crate::sandbox::pipe::CappedPipe::new(1); }";
-    let found = paths(&module, code);
-    let shown: Vec<String> = found.iter().map(|m| m.join("::")).collect();
-    assert_eq!(
-        shown,
-        [
-            "call::host::Host",
-            "imports::CallInfo",
-            "imports::FsAccess",
-            "imports::exec::ExecAccess",
-            "sandbox::pipe::CappedPipe::new"
-        ]
-    );
-    let dir_module: Module = vec!["imports".into(), "exec".into()];
-    let found = paths(&dir_module, "use super::CallInfo; use self::host::X;");
-    let shown: Vec<String> = found.iter().map(|m| m.join("::")).collect();
-    assert_eq!(shown, ["imports::CallInfo", "imports::exec::host::X"]);
+fn no_two_files_need_each_other() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for krate in [Crate::Library, Crate::Binary] {
+        let (graph, _) = edges(&src, krate);
+        let found = cycles(&graph);
+        assert!(
+            found.is_empty(),
+            "files that need each other:\n{}",
+            found.into_iter().collect::<Vec<_>>().join("\n")
+        );
+    }
+}
+
+/// The binary's files are read: `cli::plugins` uses its neighbours through
+/// `super::`, so a cycle among them would be seen.
+#[test]
+fn the_binary_files_are_read() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (graph, _) = edges(&src, Crate::Binary);
+    let plugins = vec!["cli".to_string(), "plugins".to_string()];
+    assert!(graph.get(&plugins).is_some_and(|uses| !uses.is_empty()), "{graph:?}");
+}
+
+/// ARCHITECTURE.md stays one page (80 lines of at most 160 characters), every
+/// path it names in backticks exists, and its table of `host/src/` folders is
+/// the tree's: each folder and top-level file of the library named, none that
+/// is not there.
+#[test]
+fn the_architecture_page_is_one_page_and_true() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let page = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let mut problems = Vec::new();
+    let lines: Vec<&str> = page.lines().collect();
+    if lines.len() > 80 {
+        problems.push(format!("{} lines, more than 80", lines.len()));
+    }
+    for (n, line) in lines.iter().enumerate() {
+        if line.chars().count() > 160 {
+            problems.push(format!("line {} has {} characters, more than 160", n + 1, line.chars().count()));
+        }
+    }
+    // A path: a backticked token with a slash or a file extension, no spaces.
+    let path = Regex::new(r"`([A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]*)+|[A-Za-z0-9_\-]+\.(?:rs|md|wit|toml))`")
+        .unwrap();
+    let section = |heading: &str| {
+        let start = page.find(heading).unwrap_or_else(|| panic!("ARCHITECTURE.md has no {heading:?}"));
+        let rest = &page[start + heading.len()..];
+        rest[..rest.find("\n## ").unwrap_or(rest.len())].to_string()
+    };
+    let layer_table = section("## The host by layer");
+    let src = root.join("host/src");
+    // Paths in a row of the layer table may also be inside that row's folder.
+    let mut row_dirs: Vec<(String, PathBuf)> = Vec::new();
+    for row in layer_table.lines().filter(|l| l.starts_with("| `")) {
+        let first = row.split(" | ").next().unwrap().trim_start_matches("| ");
+        let dir = path.captures(first).map(|c| src.join(&c[1])).unwrap_or_else(|| src.clone());
+        row_dirs.push((row.to_string(), dir));
+    }
+    for line in page.lines() {
+        let own = row_dirs.iter().find(|(row, _)| row == line).map(|(_, dir)| dir.clone());
+        for found in path.captures_iter(line) {
+            let named = &found[1];
+            let mut candidates = vec![root.join(named), src.join(named)];
+            candidates.extend(own.iter().map(|dir| dir.join(named)));
+            if !candidates.iter().any(|p| p.exists()) && !named.starts_with("target/") {
+                problems.push(format!("`{named}` does not exist"));
+            }
+        }
+    }
+    // The layer table's first column: the library's folders and top-level files.
+    let mut listed = BTreeSet::new();
+    for row in layer_table.lines().filter(|l| l.starts_with("| `")) {
+        let first = row.split(" | ").next().unwrap();
+        listed.extend(path.captures_iter(first).map(|c| c[1].trim_end_matches('/').to_string()));
+    }
+    let mut tree = BTreeSet::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let library = !matches!(name.as_str(), "cli" | "main.rs" | "lib.rs" | "test_support.rs");
+        if library && (entry.path().is_dir() || name.ends_with(".rs")) {
+            tree.insert(name);
+        }
+    }
+    for missing in tree.difference(&listed) {
+        problems.push(format!("host/src/{missing} is not in the layer table"));
+    }
+    for extra in listed.difference(&tree) {
+        problems.push(format!("the layer table names host/src/{extra}, which is not there"));
+    }
+    // The layers test's own order names the same folders.
+    let layers: BTreeSet<String> = LAYERS.iter().map(|l| l.to_string()).collect();
+    let stems: BTreeSet<String> = tree.iter().map(|n| n.trim_end_matches(".rs").to_string()).collect();
+    for differs in layers.symmetric_difference(&stems) {
+        problems.push(format!("{differs} is in LAYERS or in host/src, not both"));
+    }
+    assert!(problems.is_empty(), "ARCHITECTURE.md:\n{}", problems.join("\n"));
 }

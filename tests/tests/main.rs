@@ -47,6 +47,7 @@ mod scale_out;
 mod secrets_outside;
 mod server_pins;
 mod shape;
+mod sigstore_interop;
 mod terminal_ui;
 mod tiers;
 mod typed_exports;

@@ -540,22 +540,12 @@ async fn an_http_server_is_reached_through_the_pinned_client_only() {
     serving.abort();
 }
 
-/// The `toolhost` binary with the tests' config and data dirs: `args[0]` (the
-/// command) `--work-dir WORK`, then the rest of `args` (`--work-dir` must come
-/// before a `--`).
+/// The `toolhost` binary with the tests' config and data dirs on `work`
+/// ([`toolhost_tests::toolhost_on`]), the tokens the servers' policies name set.
 fn toolhost(work: &std::path::Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(toolhost_tests::toolhost_bin())
-        .arg(args[0])
-        .arg("--work-dir")
-        .arg(work)
-        .args(&args[1..])
-        .env_remove("TOOLHOST_LOG")
-        .env("TOOLHOST_CONFIG_DIR", toolhost_tests::test_config_dir())
-        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
-        .env("TOOLHOST_CACHE_DIR", workspace_root().join("target/test-compile-cache"))
+    toolhost_tests::toolhost_on(work, args)
         .env("GRANTED_TOKEN", TOKEN)
         .env("CANARY_SECRET", SECRET)
-        .stdin(std::process::Stdio::null())
         .output()
         .expect("running toolhost")
 }

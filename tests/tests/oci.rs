@@ -20,15 +20,15 @@ mod sources;
 mod unsigned;
 
 /// One user's machine: a work dir, a cache dir (the OCI store), a key dir.
-struct Machine {
-    work: tempfile::TempDir,
-    cache: tempfile::TempDir,
-    keys: tempfile::TempDir,
-    env: Vec<(String, String)>,
+pub(crate) struct Machine {
+    pub(crate) work: tempfile::TempDir,
+    pub(crate) cache: tempfile::TempDir,
+    pub(crate) keys: tempfile::TempDir,
+    pub(crate) env: Vec<(String, String)>,
 }
 
 impl Machine {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             work: tempfile::tempdir().unwrap(),
             cache: tempfile::tempdir().unwrap(),
@@ -37,7 +37,7 @@ impl Machine {
         }
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(toolhost_bin());
         cmd.current_dir(self.work.path())
             .args(args)
@@ -55,7 +55,7 @@ impl Machine {
     }
 
     /// Run and expect success.
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
         assert_eq!(
             out.status.code(),
@@ -79,7 +79,7 @@ impl Machine {
         err
     }
 
-    fn key(&self, name: &str) -> String {
+    pub(crate) fn key(&self, name: &str) -> String {
         let prefix = self.keys.path().join(name);
         if !prefix.with_extension("pub").exists() {
             self.ok(&["keygen", prefix.to_str().unwrap(), "--no-password"]);
@@ -99,7 +99,7 @@ impl Machine {
         self.work.path().join("toolhost.toml")
     }
 
-    fn policy(&self) -> String {
+    pub(crate) fn policy(&self) -> String {
         std::fs::read_to_string(self.policy_path()).unwrap()
     }
 
@@ -122,7 +122,7 @@ impl Machine {
     }
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
@@ -133,7 +133,7 @@ fn published_digest(stdout: &str) -> String {
 }
 
 /// Publish `wasm` to `reference`, signed by `key` (a keygen prefix) when given; the digest.
-fn publish(m: &Machine, wasm: &str, reference: &str, key: Option<&str>) -> String {
+pub(crate) fn publish(m: &Machine, wasm: &str, reference: &str, key: Option<&str>) -> String {
     let key_file = key.map(|k| format!("{k}.key"));
     let mut args = vec!["publish", wasm, reference, "--plain-http"];
     if let Some(key) = &key_file {
@@ -329,7 +329,7 @@ fn every_bad_signature_is_refused_with_its_code_and_nothing_written() {
     Machine::new().ok(&["add", &signed, "--trust-key", &trust_alice, "--plain-http"]);
 }
 
-fn sig_tag(digest: &str) -> String {
+pub(crate) fn sig_tag(digest: &str) -> String {
     format!("{}.sig", digest.replacen(':', "-", 1))
 }
 
@@ -344,7 +344,7 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
 }
 
-fn copy_manifest(registry: &Registry, repo: &str, from: &str, to: &str) {
+pub(crate) fn copy_manifest(registry: &Registry, repo: &str, from: &str, to: &str) {
     let client = client(registry, repo);
     block_on(async {
         let (bytes, _, media_type) = client.manifest(from).await.unwrap().expect("the manifest");
@@ -354,7 +354,7 @@ fn copy_manifest(registry: &Registry, repo: &str, from: &str, to: &str) {
 
 /// Replace the signature image of `digest` with one whose payload names another
 /// repository, keeping the signature made over the original payload.
-fn tamper_payload(registry: &Registry, repo: &str, digest: &str) {
+pub(crate) fn tamper_payload(registry: &Registry, repo: &str, digest: &str) {
     use toolhost::oci::sign::signature_image;
     let client = client(registry, repo);
     let pinned = toolhost::oci::OciRef::parse(&format!("oci://{}/{repo}@{digest}", registry.host())).unwrap();

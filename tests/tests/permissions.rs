@@ -185,6 +185,21 @@ fn scripted(answer: Approval) -> Arc<Scripted> {
     Arc::new(Scripted { answer, asked: AtomicUsize::new(0) })
 }
 
+/// A host on `dir` with the policy discovered there (the user's private
+/// policy under `config`), asking `approver` (none: headless).
+async fn discovered_host(
+    dir: &Path,
+    config: &toolhost::policy::ConfigDir,
+    approver: Option<Arc<Scripted>>,
+) -> Host {
+    let policy = Policy::discover_in(None, dir, Some(config)).unwrap_or_else(|e| panic!("{e}"));
+    let mut builder = Host::builder().work_dir(dir).engine_settings(test_engine_settings()).policy(policy);
+    if let Some(approver) = approver {
+        builder = builder.approver(approver);
+    }
+    builder.build().await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_approver_allows_once_always_or_denies() {
     let dir = tempfile::tempdir().unwrap();
@@ -208,17 +223,8 @@ async fn the_approver_allows_once_always_or_denies() {
     let config_dir = tempfile::tempdir().unwrap();
     let config = toolhost::policy::ConfigDir::at(config_dir.path());
     std::fs::write(dir.path().join("toolhost.toml"), "# kept\n").unwrap();
-    let discovered =
-        || Policy::discover_in(None, dir.path(), Some(&config)).unwrap_or_else(|e| panic!("{e}"));
     let always = scripted(Approval::Always);
-    let host = Host::builder()
-        .work_dir(dir.path())
-        .engine_settings(test_engine_settings())
-        .policy(discovered())
-        .approver(always.clone())
-        .build()
-        .await
-        .unwrap();
+    let host = discovered_host(dir.path(), &config, Some(always.clone())).await;
     let r = call(&host, "write_file", write("c.txt")).await;
     assert_eq!(r.permission.unwrap().reason, "approved always: rule allow write_file(path=c.txt)");
     let r = call(&host, "write_file", write("c.txt")).await;
@@ -229,12 +235,7 @@ async fn the_approver_allows_once_always_or_denies() {
     let saved = std::fs::read_to_string(&private).unwrap();
     assert!(saved.contains("\"write_file(path=c.txt)\""), "{saved}");
     // The saved rule applies on the next start, and is only as wide as the call.
-    let host = Host::builder()
-        .work_dir(dir.path())
-        .engine_settings(test_engine_settings())
-        .policy(discovered())
-        .build();
-    let host = host.await.unwrap();
+    let host = discovered_host(dir.path(), &config, None).await;
     assert!(call(&host, "write_file", write("c.txt")).await.ok);
     assert!(denied_because(&call(&host, "write_file", write("d.txt")).await).contains("headless"));
 }
@@ -258,25 +259,13 @@ async fn always_for_an_odd_file_name_allows_that_file_and_no_other() {
         std::fs::create_dir(dir.path().join("sub")).unwrap();
         let config_dir = tempfile::tempdir().unwrap();
         let config = toolhost::policy::ConfigDir::at(config_dir.path());
-        let discovered =
-            || Policy::discover_in(None, dir.path(), Some(&config)).unwrap_or_else(|e| panic!("{e}"));
-        let always = scripted(Approval::Always);
-        let host = Host::builder()
-            .work_dir(dir.path())
-            .engine_settings(test_engine_settings())
-            .policy(discovered())
-            .approver(always.clone())
-            .build()
-            .await
-            .unwrap();
+        let host = discovered_host(dir.path(), &config, Some(scripted(Approval::Always))).await;
         let r = call(&host, "write_file", write(name)).await;
         assert!(r.ok, "{name:?}: {r:?}");
         let reason = r.permission.unwrap().reason;
         assert!(reason.starts_with("approved always: rule allow write_file(path="), "{name:?}: {reason}");
         assert!(!reason.contains("not saved"), "{name:?}: {reason}");
-        let host =
-            Host::builder().work_dir(dir.path()).engine_settings(test_engine_settings()).policy(discovered());
-        let host = host.build().await.unwrap();
+        let host = discovered_host(dir.path(), &config, None).await;
         let r = call(&host, "write_file", write(name)).await;
         assert!(r.ok, "{name:?} runs unasked after a restart: {r:?}");
         for other in others {

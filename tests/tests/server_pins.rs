@@ -5,23 +5,14 @@
 //! re-pinning only when told to.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use toolhost_tests::workspace_root;
 
 /// The `toolhost` binary in `work` with the tests' config and data dirs.
 fn toolhost(work: &Path, args: &[&str]) -> Output {
-    Command::new(toolhost_tests::toolhost_bin())
-        .arg(args[0])
-        .arg("--work-dir")
-        .arg(work)
-        .args(&args[1..])
-        .env_remove("TOOLHOST_LOG")
-        .env("TOOLHOST_CONFIG_DIR", toolhost_tests::test_config_dir())
-        .env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir())
-        .env("TOOLHOST_CACHE_DIR", workspace_root().join("target/test-compile-cache"))
+    toolhost_tests::toolhost_on(work, args)
         .env("MEMORY_FILE_PATH", work.join("memory.jsonl"))
-        .stdin(Stdio::null())
         .output()
         .expect("running toolhost")
 }

@@ -43,22 +43,14 @@ fn fixtures() -> Vec<Fixture> {
 }
 
 /// What a failure, error, panic or warning line looks like: a plain list,
-/// independent of the shaper's classes.
+/// independent of the shaper's classes (`failure-patterns`, shared with the
+/// shaper's property tests).
 fn failure_matcher() -> Vec<Regex> {
-    [
-        r"(?i)\berror\b",
-        r"error\[E\d+\]",
-        r"(?i)\bfail(s|ed|ure|ures)?\b",
-        r"(?i)\bpanic(ked|s)?\b",
-        r"(?i)\bwarning\b",
-        r"^E\s",
-        r"Traceback",
-        r"\w+(Error|Exception)\b",
-        r"(?i)\bfatal\b",
-    ]
-    .iter()
-    .map(|p| Regex::new(p).unwrap())
-    .collect()
+    include_str!("../fixtures/shape/failure-patterns")
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|p| Regex::new(p).unwrap())
+        .collect()
 }
 
 /// The lines of `raw` the matcher finds that are not whole lines of `copy`.

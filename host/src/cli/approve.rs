@@ -69,6 +69,17 @@ pub(crate) fn ask(input: &mut impl BufRead, output: &mut impl Write, request: &A
     }
 }
 
+/// Ask a yes/no question on the terminal; `false` without one.
+pub(crate) fn confirm(question: &str) -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    eprint!("{question} [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
 #[cfg(test)]
 #[path = "../policy/hostile_text.rs"]
 mod hostile_text;

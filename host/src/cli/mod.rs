@@ -465,6 +465,16 @@ impl ServeArgs {
     }
 }
 
+/// A `--fs` value: the file access a grant gives.
+pub(crate) fn parse_fs(s: &str) -> Result<toolhost::FsGrant, String> {
+    match s {
+        "none" => Ok(toolhost::FsGrant::None),
+        "read" => Ok(toolhost::FsGrant::Read),
+        "read-write" => Ok(toolhost::FsGrant::ReadWrite),
+        _ => Err(format!("`{s}`: expected none, read or read-write")),
+    }
+}
+
 pub(crate) fn program_name(name: &str) -> Result<String, String> {
     toolhost::ExecGrant::valid_program_name(name).map(|()| name.to_string())
 }

@@ -28,7 +28,7 @@ pub(crate) struct EntryArgs {
     #[arg(long, default_value = ".")]
     pub(crate) work_dir: PathBuf,
     /// Work dir access: none, read or read-write (default: what its tools need).
-    #[arg(long, value_parser = parse_fs)]
+    #[arg(long, value_parser = super::parse_fs)]
     filesystem: Option<FsGrant>,
     /// A host its fetch may reach (repeatable).
     #[arg(long = "allow-host", value_name = "PATTERN", value_parser = HostPattern::parse)]
@@ -49,15 +49,6 @@ pub(crate) struct EntryArgs {
     /// A typed-export tool that changes nothing (repeatable).
     #[arg(long = "read-only", value_name = "TOOL")]
     read_only: Vec<String>,
-}
-
-pub(crate) fn parse_fs(s: &str) -> Result<FsGrant, String> {
-    match s {
-        "none" => Ok(FsGrant::None),
-        "read" => Ok(FsGrant::Read),
-        "read-write" => Ok(FsGrant::ReadWrite),
-        _ => Err(format!("`{s}`: expected none, read or read-write")),
-    }
 }
 
 impl EntryArgs {

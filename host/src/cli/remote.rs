@@ -1,7 +1,7 @@
 //! `toolhost add oci://…` / `add https://…`, `toolhost update NAME` and
 //! `toolhost remove NAME`: entries whose component comes from a registry or a URL.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -123,13 +123,7 @@ pub(crate) async fn add(
     let client = registry.client(&reference)?;
     let store = store()?;
     let pulled = pull(&reference, &client, Some(&trust), &store).await?;
-    let candidate = Candidate {
-        label: pulled.reference.to_string(),
-        bytes: pulled.component.clone(),
-        source: pulled.reference.to_string(),
-        stem: stem_of(reference.repository()),
-        remote: Some(remote),
-    };
+    let candidate = candidate_of(&pulled, &reference, remote);
     let (report, draft) = examine(&candidate, args).await?;
     print_report(&mut out, &candidate.label, &report, &draft)?;
     print_provenance(&mut out, &pulled)?;
@@ -137,6 +131,17 @@ pub(crate) async fn add(
     pulled.keep(&store)?;
     write_entry(&draft, args, &mut out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `add` and `inspect` examine of a component pulled from `reference`.
+fn candidate_of(pulled: &Pulled, reference: &OciRef, remote: RemoteDraft) -> Candidate {
+    Candidate {
+        label: pulled.reference.to_string(),
+        bytes: pulled.component.clone(),
+        source: pulled.reference.to_string(),
+        stem: stem_of(reference.repository()),
+        remote: Some(remote),
+    }
 }
 
 /// `toolhost inspect oci://…`: pulled into memory, verified, shown; nothing written.
@@ -151,13 +156,7 @@ pub(crate) async fn inspect(
     let (trust, remote) = signers.trust(args, registry.plain_http)?;
     let client = registry.client(&reference)?;
     let pulled = pull(&reference, &client, Some(&trust), &store()?).await?;
-    let candidate = Candidate {
-        label: pulled.reference.to_string(),
-        bytes: pulled.component.clone(),
-        source: pulled.reference.to_string(),
-        stem: stem_of(reference.repository()),
-        remote: Some(remote),
-    };
+    let candidate = candidate_of(&pulled, &reference, remote);
     let (report, draft) = examine(&candidate, args).await?;
     let mut out = std::io::stdout().lock();
     if as_json {
@@ -275,7 +274,8 @@ pub(crate) async fn update(args: &NameArgs, registry: &RegistryArgs, yes: bool) 
         writeln!(out, "not rewritten: widen the entry first (edit it, or `toolhost add` it again)")?;
         return Ok(ExitCode::from(1));
     }
-    if !(yes || confirm(&format!("rewrite plugins.{} to {}?", entry.name, latest.reference))?) {
+    if !(yes || super::approve::confirm(&format!("rewrite plugins.{} to {}?", entry.name, latest.reference))?)
+    {
         writeln!(out, "not rewritten (answer y, or pass --yes)")?;
         return Ok(ExitCode::from(1));
     }
@@ -284,17 +284,6 @@ pub(crate) async fn update(args: &NameArgs, registry: &RegistryArgs, yes: bool) 
     super::trust::after_rewrite(&path, config.as_ref())?;
     writeln!(out, "updated plugins.{} in {}", entry.name, path.display())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Ask a yes/no question on the terminal; `false` without one.
-pub(crate) fn confirm(question: &str) -> anyhow::Result<bool> {
-    if !std::io::stdin().is_terminal() {
-        return Ok(false);
-    }
-    eprint!("{question} [y/N] ");
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer)?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 /// `toolhost remove NAME`

@@ -73,7 +73,7 @@ pub(crate) struct AddServerArgs {
     #[command(flatten)]
     policy: PolicyArgs,
     /// Work dir access: none, read (the default) or read-write.
-    #[arg(long, value_parser = super::plugins::parse_fs)]
+    #[arg(long, value_parser = super::parse_fs)]
     filesystem: Option<FsGrant>,
     /// A host it may reach through its proxy (repeatable; default: no network).
     #[arg(long = "allow-host", value_name = "PATTERN", value_parser = HostPattern::parse)]
@@ -370,7 +370,7 @@ pub(crate) async fn update(args: &UpdateServerArgs) -> anyhow::Result<ExitCode> 
             stdio.sha256.as_deref().unwrap_or("")
         )?;
     }
-    if !(args.yes || super::remote::confirm(&format!("re-pin servers.{} to {digest}?", entry.name))?) {
+    if !(args.yes || super::approve::confirm(&format!("re-pin servers.{} to {digest}?", entry.name))?) {
         writeln!(out, "not re-pinned (answer y, or pass --yes)")?;
         return Ok(ExitCode::from(1));
     }

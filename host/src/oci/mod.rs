@@ -51,9 +51,11 @@
 //!   (OpenSSL). Beyond that pull it needs no network: a `ManualTrustRoot` takes the
 //!   Fulcio certificates and Rekor keys as they are.
 //!
-//! What is ours is small and tested against an independent implementation (OpenSSL
-//! and skopeo, `tests/tests/oci.rs`) and a Fulcio/Rekor-like CA and log made with
-//! rcgen (`keyless_tests.rs`).
+//! What is ours is small and tested against independent implementations: sigstore-rs
+//! signs, pushes and verifies cosign signatures with toolhost over a loopback registry
+//! (`tests/tests/sigstore_interop.rs`, driving `tests/sigstore-peer`), OpenSSL and
+//! skopeo (`tests/tests/oci.rs`), and a Fulcio/Rekor-like CA and log made with rcgen
+//! (`keyless_tests.rs`).
 
 pub mod artifact;
 pub mod auth;

@@ -21,21 +21,13 @@ use super::{Request, Shape, shape};
 use crate::output::Part;
 
 /// The failure matcher: not the shaper's own, a plain list of what a failure,
-/// error or panic line looks like.
+/// error or panic line looks like (shared with the corpus test).
 fn failure_matcher() -> Vec<Regex> {
-    [
-        r"(?i)\berror\b",
-        r"(?i)\bfail(s|ed|ure|ures)?\b",
-        r"(?i)\bpanic(ked|s)?\b",
-        r"(?i)\bwarning\b",
-        r"^E\s",
-        r"Traceback",
-        r"\w+(Error|Exception)\b",
-        r"(?i)\bfatal\b",
-    ]
-    .iter()
-    .map(|p| Regex::new(p).expect("a failure pattern"))
-    .collect()
+    include_str!("../../../../tests/fixtures/shape/failure-patterns")
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|p| Regex::new(p).expect("a failure pattern"))
+        .collect()
 }
 
 fn noise() -> impl Strategy<Value = String> {
