@@ -1,4 +1,4 @@
-//! Staying patched: every `wasmtime`, `wasmtime-*` and `cranelift-*` package in
+//! Staying patched: every `wasmtime`, `wasmtime-*`, `winch-*` and `cranelift-*` package in
 //! Cargo.lock is at least the minimum the root Cargo.toml names
 //! (`[workspace.metadata.toolhost] wasmtime-minimum`, raised with each
 //! wasmtime security release; `wasmtime-minimum-by-crate` for crates whose
@@ -48,7 +48,8 @@ impl Minimums {
         if let Some(own) = self.by_crate.get(name) {
             return Some(own.clone());
         }
-        if name == "wasmtime" || name.starts_with("wasmtime-") {
+        // Winch (the baseline compiler) is released with wasmtime, under its numbers.
+        if name == "wasmtime" || name.starts_with("wasmtime-") || name.starts_with("winch-") {
             return Some(self.wasmtime.clone());
         }
         // wasmtime N.0.P ships cranelift 0.(N+87).P.
@@ -118,6 +119,8 @@ fn versions_compare_as_semver_not_as_text() {
         ("cranelift-assembler-x64", "0.135.11", false),
         ("wasmtime-wasi", "48.0.8", false),
         ("wasmtime-wasi", "48.0.7", true),
+        ("winch-codegen", "48.0.9", true),
+        ("winch-codegen", "48.0.10", false),
         ("wasmparser", "0.1.0", false),
     ] {
         let found = too_old(&lock(&[(name, version)]), &minimums).unwrap();

@@ -145,10 +145,9 @@ impl Engine {
         {
             return Ok(self.optimized(component, true));
         }
-        let step = progress::start(self.progress.as_ref(), &format!("compiling {name} (baseline)"), None);
-        let baseline = self.tiers.compile(bytes, sha256);
-        drop(step);
-        match baseline {
+        let announce =
+            || progress::start(self.progress.as_ref(), &format!("compiling {name} (baseline)"), None);
+        match self.tiers.compile(bytes, sha256, announce) {
             Some((component, from_cache, engine)) => {
                 Ok(LoadedComponent { component, from_cache, tier: Tier::Baseline, engine })
             }

@@ -82,7 +82,14 @@ impl Tiers {
     /// `bytes` compiled by the baseline tier (or loaded from its cache), and whether
     /// it came from the cache; `None` when there is no baseline tier or Winch
     /// cannot compile it (a proposal it lacks: the caller compiles with Cranelift).
-    pub(crate) fn compile(&self, bytes: &[u8], sha256: &str) -> Option<(Component, bool, wasmtime::Engine)> {
+    /// `announce` is called only when it compiles, and what it returns is held
+    /// while it does (a progress step).
+    pub(crate) fn compile<S>(
+        &self,
+        bytes: &[u8],
+        sha256: &str,
+        announce: impl FnOnce() -> S,
+    ) -> Option<(Component, bool, wasmtime::Engine)> {
         if self.which == CompilerTiers::Optimized {
             return None;
         }
@@ -90,7 +97,10 @@ impl Tiers {
         if let Some(component) = baseline.cache.as_ref().and_then(|c| c.load(&baseline.engine, sha256)) {
             return Some((component, true, baseline.engine.clone()));
         }
-        match Component::new(&baseline.engine, bytes) {
+        let step = announce();
+        let compiled = Component::new(&baseline.engine, bytes);
+        drop(step);
+        match compiled {
             Ok(component) => {
                 if let Some(cache) = &baseline.cache {
                     cache.store(sha256, &component);
