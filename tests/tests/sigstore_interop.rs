@@ -231,17 +231,33 @@ fn the_private_key_files_cross_both_ways() {
     assert!(out.contains("signed by: key alice (sha256:"), "{out}");
 }
 
-#[test]
-fn each_refuses_the_others_signature_under_a_foreign_key() {
+/// A machine that already has a tool signed by alice's key installed from
+/// `registry` (and so a policy and a trust record): a refusal must leave it as it is.
+struct Installed {
+    registry: Registry,
+    m: Machine,
+    home: tempfile::TempDir,
+    /// alice's key files' path without `.key`/`.pub`.
+    alice: String,
+    alice_pub: String,
+    installed: String,
+}
+
+fn installed() -> Installed {
     let registry = Registry::start();
     let (m, home) = isolated_machine();
     let alice = m.key("alice");
     let alice_pub = format!("{alice}.pub");
-    // The machine already has a tool and a policy: a refusal must leave both as they are.
     let installed = registry.reference("tools/installed:v1");
     publish(&m, FSPROBE_WASM, &installed, Some(&alice));
     m.ok(&["add", &installed, "--trust-key", &alice_pub, "--plain-http"]);
     assert!(!files_under(&[home.path()]).is_empty(), "add's trust record is in the machine's own config dir");
+    Installed { registry, m, home, alice, alice_pub, installed }
+}
+
+#[test]
+fn each_refuses_the_others_signature_under_a_foreign_key() {
+    let Installed { registry, m, home, alice_pub, installed, .. } = installed();
 
     // sigstore-rs signs with its key; toolhost trusts only alice's.
     let foreign = registry.reference("tools/foreign:v1");
@@ -270,14 +286,7 @@ fn each_refuses_the_others_signature_under_a_foreign_key() {
 
 #[test]
 fn a_signature_for_another_digest_is_refused_by_both() {
-    let registry = Registry::start();
-    let (m, home) = isolated_machine();
-    let alice = m.key("alice");
-    let alice_pub = format!("{alice}.pub");
-    let installed = registry.reference("tools/installed:v1");
-    publish(&m, FSPROBE_WASM, &installed, Some(&alice));
-    m.ok(&["add", &installed, "--trust-key", &alice_pub, "--plain-http"]);
-    assert!(!files_under(&[home.path()]).is_empty(), "add's trust record is in the machine's own config dir");
+    let Installed { registry, m, home, alice, alice_pub, .. } = installed();
 
     // sigstore-rs signs A's payload and attaches it to B.
     let a = registry.reference("t/moved:a");

@@ -113,10 +113,8 @@ impl Engine {
         bytes: &[u8],
         sha256: &str,
     ) -> Result<LoadedComponent, LoadError> {
-        if let Some(cache) = &self.cache
-            && let Some(component) = cache.load(&self.inner, sha256)
-        {
-            return Ok(self.optimized(component, true));
+        if let Some(cached) = self.cached(sha256) {
+            return Ok(cached);
         }
         let step = progress::start(self.progress.as_ref(), &format!("compiling {name}"), None);
         let component = Component::new(&self.inner, bytes).map_err(LoadError::compile);
@@ -140,10 +138,8 @@ impl Engine {
         bytes: &[u8],
         sha256: &str,
     ) -> Result<LoadedComponent, LoadError> {
-        if let Some(cache) = &self.cache
-            && let Some(component) = cache.load(&self.inner, sha256)
-        {
-            return Ok(self.optimized(component, true));
+        if let Some(cached) = self.cached(sha256) {
+            return Ok(cached);
         }
         let announce =
             || progress::start(self.progress.as_ref(), &format!("compiling {name} (baseline)"), None);
@@ -166,6 +162,12 @@ impl Engine {
     ) {
         let job = tier::Job { sha256: sha256.to_string(), bytes, done };
         self.tiers.optimize_later(&self.inner, self.cache.as_ref(), job);
+    }
+
+    /// The optimised code cached for `sha256` with this engine's settings, if any.
+    fn cached(&self, sha256: &str) -> Option<LoadedComponent> {
+        let component = self.cache.as_ref()?.load(&self.inner, sha256)?;
+        Some(self.optimized(component, true))
     }
 
     /// `component`, compiled by this engine's own (optimising) compiler.
