@@ -17,6 +17,7 @@ use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig};
 
 mod cache;
 mod config;
+mod embedded;
 pub(crate) mod progress;
 mod tier;
 
@@ -174,46 +175,6 @@ impl Engine {
     fn optimized(&self, component: Component, from_cache: bool) -> LoadedComponent {
         LoadedComponent { component, from_cache, tier: Tier::Optimized, engine: self.inner.clone() }
     }
-
-    /// Load `precompiled`, code this binary carries (a builtin plugin compiled
-    /// by `build.rs` with this engine's code settings), when it fits this
-    /// engine; otherwise (another CPU, a cross build, an empty artifact) fall
-    /// back to [`Engine::component`] on `bytes`.
-    ///
-    /// With a compile cache the artifact is mapped from the cache's file (the
-    /// binary's copy is written there once, on the first start): wasmtime maps
-    /// a file's pages as they are used, while loading from memory copies the
-    /// whole artifact into fresh pages and touches every page of the binary's
-    /// copy on the way, twice its size resident for the life of the process
-    /// (the three builtins: 11.6 MB, 23 MB resident). A copy that does not
-    /// load is removed by the cache and this falls back as without a cache.
-    pub(crate) fn embedded(
-        &self,
-        precompiled: &'static [u8],
-        bytes: &[u8],
-        sha256: &str,
-    ) -> Result<LoadedComponent, LoadError> {
-        if !precompiled.is_empty()
-            && let Some(cache) = &self.cache
-            && let Some(component) = cache.load_or_keep(&self.inner, sha256, precompiled)
-        {
-            return Ok(self.optimized(component, true));
-        }
-        if !precompiled.is_empty() {
-            // SAFETY: the artifact is part of this binary, written by its own
-            // build script with wasmtime =48.0.8 and `config::code_config`;
-            // wasmtime checks its header, version and settings against this
-            // engine and refuses one that does not fit.
-            #[allow(unsafe_code)]
-            match unsafe { Component::deserialize(&self.inner, precompiled) } {
-                Ok(component) => return Ok(self.optimized(component, true)),
-                Err(err) => {
-                    tracing::debug!("compiling a builtin: its precompiled code does not fit: {err:#}")
-                }
-            }
-        }
-        self.component_named(sha256.get(..12).unwrap_or(sha256), bytes, sha256)
-    }
 }
 
 /// A compiled component, whether it came from the cache, and which tier compiled
@@ -293,41 +254,5 @@ mod tests {
         let optimized = build(config::code_config(), &settings).unwrap();
         let baseline = build(config::baseline_config(), &settings).unwrap();
         assert_ne!(cache_salt(&optimized), cache_salt(&baseline));
-    }
-
-    #[test]
-    fn a_builtin_is_mapped_from_the_cache_and_a_copy_that_does_not_fit_is_compiled() {
-        let sys = crate::load::builtins::ALL.iter().find(|b| b.name == "builtin:sys").unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let engine = Engine::new(&EngineSettings {
-            max_concurrent_calls: 1,
-            cache_dir: Some(dir.path().into()),
-            ..Default::default()
-        })
-        .unwrap();
-        let file = dir.path().join(cache_salt(engine.wasmtime())).join(format!("{}.cwasm", sys.sha256));
-
-        let first = engine.embedded(sys.precompiled, sys.bytes, sys.sha256).unwrap();
-        assert!(first.from_cache);
-        assert_eq!(std::fs::read(&file).unwrap(), sys.precompiled, "the binary's copy, written once");
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        assert!(maps.contains(file.to_str().unwrap()), "the code is mapped from the file, not copied");
-        let again = engine.embedded(sys.precompiled, sys.bytes, sys.sha256).unwrap();
-        assert!(again.from_cache);
-
-        // Code that does not fit this engine (another wasmtime, a cross build)
-        // is not kept: the component is compiled, and the cache holds that.
-        let other = tempfile::tempdir().unwrap();
-        let engine = Engine::new(&EngineSettings {
-            max_concurrent_calls: 1,
-            cache_dir: Some(other.path().into()),
-            ..Default::default()
-        })
-        .unwrap();
-        let file = other.path().join(cache_salt(engine.wasmtime())).join(format!("{}.cwasm", sys.sha256));
-        let compiled = engine.embedded(b"not an artifact", sys.bytes, sys.sha256).unwrap();
-        assert!(!compiled.from_cache);
-        let kept = std::fs::read(&file).unwrap();
-        assert!(kept.starts_with(b"\x7fELF"), "the compiled artifact replaced the copy that did not load");
     }
 }

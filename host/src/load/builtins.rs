@@ -10,8 +10,9 @@ pub(crate) struct Builtin {
     pub(crate) bytes: &'static [u8],
     /// Its sha256, hex.
     pub(crate) sha256: &'static str,
-    /// Its code, compiled by `build.rs` with the engine's code settings (empty
-    /// in a cross build); used when it fits the engine, else the bytes are compiled.
+    /// Its code, compiled by `build.rs` with the engine's code settings and
+    /// deflated (empty in a cross build); used when it fits the engine, else
+    /// the bytes are compiled.
     pub(crate) precompiled: &'static [u8],
 }
 
@@ -26,8 +27,9 @@ macro_rules! builtin {
     };
 }
 
-/// Every builtin plugin.
-pub(crate) const ALL: &[Builtin] = &[
+/// Every builtin plugin. A `static`, not a `const`: each use of a constant
+/// is a copy of it, and each copy carried the 16 MB of the builtins again.
+pub(crate) static ALL: &[Builtin] = &[
     builtin!("builtin:fs", "TOOLHOST_FS"),
     builtin!("builtin:web", "TOOLHOST_WEB"),
     builtin!("builtin:sys", "TOOLHOST_SYS"),
