@@ -81,8 +81,12 @@ mod tests {
     use super::*;
 
     fn engine(dir: &std::path::Path) -> Engine {
-        Engine::new(&EngineSettings { max_concurrent_calls: 1, cache_dir: Some(dir.into()), ..Default::default() })
-            .unwrap()
+        Engine::new(&EngineSettings {
+            max_concurrent_calls: 1,
+            cache_dir: Some(dir.into()),
+            ..Default::default()
+        })
+        .unwrap()
     }
 
     #[test]
@@ -95,7 +99,11 @@ mod tests {
 
         let first = engine.embedded(sys.precompiled, sys.bytes, sys.sha256).unwrap();
         assert!(first.from_cache);
-        assert_eq!(std::fs::read(&file).unwrap(), inflate(sys.precompiled).unwrap(), "the binary's copy, once");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            inflate(sys.precompiled).unwrap(),
+            "the binary's copy, once"
+        );
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
         assert!(maps.contains(file.to_str().unwrap()), "the code is mapped from the file, not copied");
         let again = engine.embedded(sys.precompiled, sys.bytes, sys.sha256).unwrap();
@@ -110,7 +118,8 @@ mod tests {
         let foreign: &'static [u8] = miniz_oxide::deflate::compress_to_vec(b"\x7fELF not for us", 6).leak();
         // A damaged copy, and one that would inflate past the bound.
         let damaged: &'static [u8] = b"not deflate data";
-        let bomb: &'static [u8] = miniz_oxide::deflate::compress_to_vec(&vec![0u8; MAX_INFLATED + 1], 6).leak();
+        let bomb: &'static [u8] =
+            miniz_oxide::deflate::compress_to_vec(&vec![0u8; MAX_INFLATED + 1], 6).leak();
         for copy in [foreign, damaged, bomb] {
             let dir = tempfile::tempdir().unwrap();
             let engine = engine(dir.path());
