@@ -39,7 +39,7 @@ use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::p2::bindings::filesystem::types::DirectoryEntry;
 
 use crate::limits::WriteMeter;
-use crate::protect::Protected;
+use confine::Protected;
 
 /// What one call's filesystem is held to, beyond its preopens.
 #[derive(Debug)]
