@@ -67,7 +67,7 @@ pub struct SpawnRequest {
 impl SpawnRequest {
     /// Run `program`, named `arg0`, with `args` in `cwd` (from [`resolve_cwd`]) for
     /// `call`. It is killed at `asked` (`None`: [`MAX_CHILD_TIME`]), at most that, and
-    /// [`MARGIN`] before the call's deadline, so its output still comes back; it keeps
+    /// `MARGIN` (300 ms) before the call's deadline, so its output still comes back; it keeps
     /// `limits.output_bytes` of each stream. The rest starts at the narrowest: no
     /// granted variables, empty stdin, separate streams, read-only, confined, no `.git`
     /// data written. A caller widens only what its grant allows.

@@ -1,7 +1,7 @@
 //! A resident child: a program confined exactly like a call's child (its own
 //! root, Landlock, user and network namespaces, seccomp, rlimits, a pids cgroup)
 //! that lives across calls instead of ending with one — an MCP server
-//! (`crate::servers`). Its stdin, stdout and stderr are pipes to the host; it
+//! (the host's `servers`). Its stdin, stdout and stderr are pipes to the host; it
 //! takes no slot of [`ExecSettings::max_children`](super::settings::ExecSettings::max_children) and has no deadline of
 //! its own: the host stops it ([`Resident::kill`], or dropping it).
 //!

@@ -5,7 +5,7 @@
 //! know is what the host protects inside them, what would hang a call, or how many
 //! handles one call may hold. So [`GuardedFs`] wraps its view and, per call:
 //!
-//! - refuses every change beneath a protected path ([`crate::protect`]: `.git` at any
+//! - refuses every change beneath a protected path ([`confine::Protected`]: `.git` at any
 //!   depth including its creation, the policy file, the host's own dirs, the
 //!   `protected` globs) with `read-only`, judged on the *resolved* host path
 //!   ([`resolve`]: the parent opened and its real path read back from the kernel,
