@@ -86,6 +86,11 @@
 //!    what the child made there undone (`protect_check`); the work dir's growth charged
 //!    to the call's [`WriteMeter`] (`growth`).
 //!
+//! What the host passes in: its [`ExecSettings`] and [`ChildLimits`] (`settings`, from
+//! its policy), its [`Protected`] paths, each call's [`CallInfo`] and [`WriteMeter`]
+//! (`meter`). What comes back: [`Finished`] (with [`Captured`] output) or a
+//! [`SpawnError`] whose code is one of `toolhost-codes`'.
+//!
 //! A [`Resident`] child ([`ExecRuntime::start_resident`], an MCP server) takes stages 1
 //! and 3 and lives across calls. [`hostfs`] is how the host reads and writes a file a
 //! tool could have planted (no link followed, no FIFO opened).
