@@ -8,7 +8,7 @@
 //! work dir ([`reached_through`]), where any tool that reads could read it.
 //!
 //! Each kind of state has its own subdirectory, created 0700 on first use with
-//! `protect::hostfs::create_private_dir`.
+//! `confine::hostfs::create_private_dir`.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;

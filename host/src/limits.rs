@@ -3,7 +3,6 @@
 //! where the rest is kept) and leaves the host serving. Also the cheap scan that
 //! checks a JSON text's nesting before anything parses it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Descriptors and directory streams one call may hold open at once, by default.
@@ -110,81 +109,20 @@ impl Deadline {
     }
 }
 
-/// One call's write quota ([`Limits::write_bytes`]): the bytes its writes have
-/// used, shared by everything that writes on its behalf (the guest's filesystem,
-/// the programs it starts), and whether the quota stopped one.
-#[derive(Debug)]
-pub(crate) struct WriteMeter {
-    limit: u64,
-    used: AtomicU64,
-    tripped: AtomicBool,
-}
+/// One call's write quota ([`Limits::write_bytes`]), shared with its children.
+pub(crate) use confine::WriteMeter;
 
-impl WriteMeter {
-    /// A meter for a call that may write `limit` bytes.
-    pub(crate) fn new(limit: u64) -> Self {
-        Self { limit, used: AtomicU64::new(0), tripped: AtomicBool::new(false) }
-    }
-
-    /// The bytes the call may still write.
-    pub(crate) fn remaining(&self) -> u64 {
-        self.limit.saturating_sub(self.used())
-    }
-
-    /// The bytes charged so far.
-    pub(crate) fn used(&self) -> u64 {
-        self.used.load(Ordering::Relaxed)
-    }
-
-    /// Charge `bytes` before they are written: `false` (nothing charged, the quota
-    /// marked as tripped) when they do not fit in what is left.
-    pub(crate) fn take(&self, bytes: u64) -> bool {
-        let fits = self
-            .used
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
-                used.checked_add(bytes).filter(|&total| total <= self.limit)
-            })
-            .is_ok();
-        if !fits {
-            self.tripped.store(true, Ordering::Relaxed);
-        }
-        fits
-    }
-
-    /// Give back `bytes` taken by [`Self::take`] and not written after all.
-    pub(crate) fn give_back(&self, bytes: u64) {
-        let _ = self
-            .used
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| Some(used.saturating_sub(bytes)));
-    }
-
-    /// Charge `bytes` found written after the fact (a child's growth of the work
-    /// dir): the quota is tripped when they reach it, since a child is held to the
-    /// rest of it and stops there.
-    pub(crate) fn record(&self, bytes: u64) {
-        let total = self.used.fetch_add(bytes, Ordering::Relaxed).saturating_add(bytes);
-        if bytes > 0 && total >= self.limit {
-            self.tripped.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// Whether the quota stopped a write.
-    pub(crate) fn tripped(&self) -> bool {
-        self.tripped.load(Ordering::Relaxed)
-    }
-
-    /// The `write_quota` error of a call whose quota stopped a write.
-    pub(crate) fn exceeded(&self) -> crate::error::CallError {
-        crate::error::CallError::new(
-            crate::error::codes::WRITE_QUOTA,
-            format!(
-                "the call tried to write more than its quota of {} (write-mib); {} bytes were \
-                 written and the write past the quota failed",
-                mib(self.limit),
-                self.used().min(self.limit)
-            ),
-        )
-    }
+/// The `write_quota` error of a call whose quota ([`WriteMeter`]) stopped a write.
+pub(crate) fn quota_exceeded(meter: &WriteMeter) -> crate::error::CallError {
+    crate::error::CallError::new(
+        crate::error::codes::WRITE_QUOTA,
+        format!(
+            "the call tried to write more than its quota of {} (write-mib); {} bytes were \
+             written and the write past the quota failed",
+            mib(meter.limit()),
+            meter.used().min(meter.limit())
+        ),
+    )
 }
 
 /// `bytes` for a message: whole MiB when it is, else bytes.
@@ -254,25 +192,12 @@ mod tests {
     }
 
     #[test]
-    fn the_write_meter_takes_what_fits_and_trips_past_it() {
-        let meter = WriteMeter::new(10);
-        assert!(meter.take(4) && meter.take(6), "up to the quota is written");
-        assert!(!meter.tripped());
-        assert_eq!(meter.remaining(), 0);
-        assert!(!meter.take(1), "one byte past it is refused");
-        assert!(meter.tripped());
-        assert_eq!(meter.used(), 10, "a refused write charges nothing");
-        meter.give_back(3);
-        assert_eq!(meter.remaining(), 3);
-        assert!(!meter.take(u64::MAX), "no overflow");
-
+    fn a_quota_stopped_write_is_a_write_quota_error() {
         let child = WriteMeter::new(100);
-        child.record(0);
-        child.record(99);
-        assert!(!child.tripped(), "a child that stayed under the quota");
-        child.record(1);
+        child.record(100);
         assert!(child.tripped(), "a child that reached it was stopped by it");
-        assert!(child.exceeded().to_string().starts_with("write_quota: "), "{}", child.exceeded());
-        assert!(WriteMeter::new(1 << 20).exceeded().message.contains("quota of 1 MiB"));
+        let err = quota_exceeded(&child);
+        assert!(err.to_string().starts_with("write_quota: "), "{err}");
+        assert!(quota_exceeded(&WriteMeter::new(1 << 20)).message.contains("quota of 1 MiB"));
     }
 }

@@ -1,7 +1,9 @@
 //! The host's modules stay layered one way, and no two of its files need each
 //! other: read from the `crate::`, `super::` and `self::` paths in `host/src` (the
 //! library, and apart from it the binary's `main.rs` and `cli/`, which sit above
-//! everything and are checked for cycles only).
+//! everything and are checked for cycles only). The sandbox crate (`confine/src`)
+//! is checked for cycles too, and never names the host; `unsafe` code is only
+//! where ARCHITECTURE.md says.
 //!
 //! The layers, top to bottom. A module may use the ones below it, never one above.
 
@@ -12,17 +14,19 @@ use regex::Regex;
 
 const LAYERS: &[&str] = &[
     "serve", "call", "hooks", "journal", "native", "servers", "load", "output", "policy", "oci", "sandbox",
-    "imports", "engine", "protect", "bindings", "limits", "dirs", "error",
+    "imports", "engine", "bindings", "limits", "dirs", "error",
 ];
 
 type Module = Vec<String>;
 
 /// Which crate's files: the library's (`lib.rs` and everything but the
-/// binary's), or the binary's (`main.rs` and `cli/`).
+/// binary's), the binary's (`main.rs` and `cli/`), or the sandbox crate's
+/// (`confine/src`, all of it).
 #[derive(Clone, Copy, PartialEq)]
 enum Crate {
     Library,
     Binary,
+    Confine,
 }
 
 /// Every source file of `krate` as its module path (`imports/exec/mod.rs` is `imports::exec`).
@@ -33,7 +37,7 @@ fn modules(src: &Path, krate: Crate) -> BTreeMap<Module, PathBuf> {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             let rel = path.strip_prefix(src).unwrap().to_path_buf();
-            let binary = rel.starts_with("cli") || rel == Path::new("main.rs");
+            let binary = krate != Crate::Confine && (rel.starts_with("cli") || rel == Path::new("main.rs"));
             if binary != (krate == Crate::Binary) {
                 continue;
             }
@@ -203,11 +207,18 @@ fn cycles(graph: &BTreeMap<Module, BTreeSet<Module>>) -> BTreeSet<String> {
     cycles
 }
 
-/// No two files of the library, nor of the binary (`main.rs` and `cli/`), need each other.
+/// The sandbox crate's sources.
+fn confine_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("confine/src")
+}
+
+/// No two files of the library, of the binary (`main.rs` and `cli/`), or of the
+/// sandbox crate need each other.
 #[test]
 fn no_two_files_need_each_other() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    for krate in [Crate::Library, Crate::Binary] {
+    for (src, krate) in [(src.clone(), Crate::Library), (src, Crate::Binary), (confine_src(), Crate::Confine)]
+    {
         let (graph, _) = edges(&src, krate);
         let found = cycles(&graph);
         assert!(
@@ -226,6 +237,133 @@ fn the_binary_files_are_read() {
     let (graph, _) = edges(&src, Crate::Binary);
     let plugins = vec!["cli".to_string(), "plugins".to_string()];
     assert!(graph.get(&plugins).is_some_and(|uses| !uses.is_empty()), "{graph:?}");
+}
+
+/// The sandbox crate's files are read: its runtime uses its neighbours, and the
+/// cycle check sees a cycle put among them.
+#[test]
+fn the_sandbox_files_are_read() {
+    let (graph, _) = edges(&confine_src(), Crate::Confine);
+    let runtime = vec!["runtime".to_string()];
+    assert!(graph.get(&runtime).is_some_and(|uses| uses.contains(&vec!["spawn".to_string()])), "{graph:?}");
+    let mut cyclic = graph.clone();
+    cyclic.entry(vec!["spawn".to_string()]).or_default().insert(runtime);
+    assert!(!cycles(&cyclic).is_empty());
+}
+
+/// The sandbox crate never names the host (its dependencies, its code), and the host
+/// reaches Landlock, seccomp, namespaces and cgroups only through it.
+#[test]
+fn the_sandbox_crate_stands_below_the_host() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let mut problems = Vec::new();
+    let manifest = std::fs::read_to_string(root.join("confine/Cargo.toml")).unwrap();
+    let host_dep = Regex::new(r#"(?m)^\s*toolhost\s*[.=]|package\s*=\s*"toolhost""#).unwrap();
+    if host_dep.is_match(&manifest) {
+        problems.push("confine/Cargo.toml depends on the host crate `toolhost`".to_string());
+    }
+    let host_path = Regex::new(r"\btoolhost\s*::|\bextern\s+crate\s+toolhost\b").unwrap();
+    for (module, path) in modules(&confine_src(), Crate::Confine) {
+        if host_path.is_match(&without_comments(&std::fs::read_to_string(&path).unwrap())) {
+            problems.push(format!("confine::{} names the host crate", module.join("::")));
+        }
+    }
+    let host_manifest = std::fs::read_to_string(root.join("host/Cargo.toml")).unwrap();
+    let sandbox_dep = Regex::new(r"(?m)^\s*(landlock|seccompiler)\s*=").unwrap();
+    if let Some(dep) = sandbox_dep.find(&host_manifest) {
+        problems.push(format!("host/Cargo.toml depends on {} itself", dep.as_str().trim()));
+    }
+    let sandbox_calls = Regex::new(
+        r"\b(landlock|seccompiler)::|\blibc::(clone3?|unshare|setns|mount|umount2|pivot_root|prctl|setrlimit|syscall)\b",
+    )
+    .unwrap();
+    for (src, krate) in [(root.join("host/src"), Crate::Library), (root.join("host/src"), Crate::Binary)] {
+        for path in modules(&src, krate).into_values() {
+            let code = without_comments(&std::fs::read_to_string(&path).unwrap());
+            if let Some(call) = sandbox_calls.find(&code) {
+                problems.push(format!("{} calls `{}`: that is confine's", path.display(), call.as_str()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "the sandbox crate's boundary:\n{}", problems.join("\n"));
+}
+
+/// Text with comments and string literals blanked (test code kept).
+fn without_comments(text: &str) -> String {
+    let comment = Regex::new(r"(?m)//.*$").unwrap();
+    let strings = Regex::new(r#""(?:[^"\\]|\\.)*""#).unwrap();
+    strings.replace_all(&comment.replace_all(text, ""), "\"\"").into_owned()
+}
+
+/// The `.rs` files beneath `dir`, leaving out build output.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy();
+        if path.is_dir() && name != "target" && !name.starts_with('.') {
+            rust_files(&path, out);
+        } else if name.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `unsafe` code is where ARCHITECTURE.md's one line says, and nowhere else in the
+/// crates that ship (the host, the sandbox, the error codes, the guest SDK, the
+/// builtins, the build support): every listed file has some, and `unsafe_code`
+/// stays denied for the whole workspace.
+#[test]
+fn unsafe_code_is_only_where_the_architecture_page_says() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let page = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let start = page.find("`unsafe` is denied").expect("ARCHITECTURE.md lists where `unsafe` lives");
+    let claim = &page[start..page[start..].find("\n\n").map_or(page.len(), |end| start + end)];
+    let file = Regex::new(r"`([A-Za-z0-9_./\-]+\.rs)`").unwrap();
+    // The files named, less this test where the line says who checks it.
+    let listed: BTreeSet<PathBuf> = file
+        .captures_iter(claim)
+        .filter(|c| !c[1].starts_with("host/tests/"))
+        .map(|c| root.join(&c[1]))
+        .collect();
+    assert!(!listed.is_empty(), "no file in {claim:?}");
+    let mut files = Vec::new();
+    for dir in ["host/src", "confine/src", "codes", "guest-sdk", "plugins", "build-support"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let uses =
+        Regex::new(r"\bunsafe\s*(\{|fn\b|impl\b|extern\b|trait\b)|\ballow\s*\(\s*unsafe_code\s*\)").unwrap();
+    let mut problems = Vec::new();
+    for path in &files {
+        let has = uses.is_match(&without_comments(&std::fs::read_to_string(path).unwrap()));
+        if has && !listed.contains(path) {
+            problems.push(format!(
+                "{} has `unsafe` code and is not listed",
+                path.strip_prefix(&root).unwrap().display()
+            ));
+        }
+        if !has && listed.contains(path) {
+            problems.push(format!(
+                "{} is listed and has no `unsafe` code",
+                path.strip_prefix(&root).unwrap().display()
+            ));
+        }
+    }
+    for path in listed.iter().filter(|p| !files.contains(p)) {
+        problems.push(format!("{} is listed and is not a shipped source file", path.display()));
+    }
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    if !manifest.contains("unsafe_code = \"deny\"") {
+        problems.push("the workspace no longer denies unsafe_code".to_string());
+    }
+    for krate in
+        ["host", "confine", "codes", "guest-sdk", "plugins/fs", "plugins/web", "plugins/sys", "build-support"]
+    {
+        let own = std::fs::read_to_string(root.join(krate).join("Cargo.toml")).unwrap();
+        if !own.contains("[lints]\nworkspace = true") {
+            problems.push(format!("{krate}/Cargo.toml does not take the workspace's lints"));
+        }
+    }
+    assert!(problems.is_empty(), "`unsafe` code:\n{}", problems.join("\n"));
 }
 
 /// ARCHITECTURE.md stays one page (80 lines of at most 160 characters), every

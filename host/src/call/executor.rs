@@ -475,7 +475,7 @@ impl Host {
             return Err(CallError::new(codes::PERMISSION_DENIED, why));
         }
         if quota.tripped() {
-            return Err(quota.exceeded());
+            return Err(crate::limits::quota_exceeded(quota));
         }
         let result = result?;
         let rendered = crate::load::typed::render(result)?;
@@ -525,7 +525,7 @@ impl Host {
         }
         // The quota stopped a write: whatever the guest made of the error.
         if quota.tripped() {
-            return Err(quota.exceeded());
+            return Err(crate::limits::quota_exceeded(quota));
         }
         let output = output?;
         // The metadata stays text here: it is bounded before anything parses it.

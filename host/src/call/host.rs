@@ -46,7 +46,7 @@ pub struct Host {
     /// Starts, confines and tracks every child process.
     pub(crate) exec: Arc<ExecRuntime>,
     /// What no tool may change, at every layer that writes.
-    pub(crate) protected: Option<Arc<crate::protect::Protected>>,
+    pub(crate) protected: Option<Arc<confine::Protected>>,
     /// Descriptors and directory streams one call may hold open at once.
     pub(crate) open_handles: usize,
     /// Redacts what the host's own tools return: the builtins' granted values

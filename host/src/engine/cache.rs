@@ -4,7 +4,7 @@
 //! Compiling takes 30 ms to seconds per component; loading a cached artifact
 //! takes well under a millisecond. Only files this host wrote are loaded: the
 //! cache directory is created with mode 0700, artifacts are written atomically
-//! ([`crate::protect::hostfs::write_atomic`]: random `O_EXCL` temp name, then rename), and a
+//! ([`confine::hostfs::write_atomic`]: random `O_EXCL` temp name, then rename), and a
 //! file is loaded only when it and its directory belong to this user, nobody else
 //! may write them, and it is a regular file (not a planted symlink). When the cache
 //! lies inside the work dir it is also a protected path: no tool can write it.
@@ -99,9 +99,9 @@ impl CompileCache {
 
     /// Write `artifact` for `sha256` atomically into the private directory.
     fn write(&self, sha256: &str, artifact: &[u8]) -> anyhow::Result<()> {
-        crate::protect::hostfs::create_private_dir(&self.dir)?;
+        confine::hostfs::create_private_dir(&self.dir)?;
         owned_by_us(&self.dir).map_err(anyhow::Error::msg)?;
-        crate::protect::hostfs::write_atomic(&self.path(sha256), artifact, Some(0o600))?;
+        confine::hostfs::write_atomic(&self.path(sha256), artifact, Some(0o600))?;
         Ok(())
     }
 }

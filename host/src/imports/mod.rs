@@ -18,19 +18,10 @@ pub(crate) mod wasi_fs;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
-/// What every import knows of the call it serves: whose it is (for log lines) and
-/// when it must be over (a fetch or a child never outlives it).
-#[derive(Debug, Clone)]
-pub(crate) struct CallInfo {
-    /// The plugin's display name.
-    pub plugin: Arc<str>,
-    /// The call id.
-    pub call_id: Arc<str>,
-    /// When the call's deadline passes.
-    pub deadline: Instant,
-}
+/// What every import knows of the call it serves (defined with the children, which
+/// never outlive it).
+pub(crate) use confine::CallInfo;
 
 /// The filesystem one call holds: the work dir (or not), and extra read-only dirs.
 /// The default is nothing at all.

@@ -110,7 +110,7 @@ fn a_symlink_planted_at_the_journal_is_not_followed() {
     let victim = data.path().join("victim");
     std::fs::write(&victim, "precious").unwrap();
     let dir = dir_for(data.path(), None);
-    crate::protect::hostfs::create_private_dir(&dir).unwrap();
+    confine::hostfs::create_private_dir(&dir).unwrap();
     std::os::unix::fs::symlink(&victim, dir.join(FILE)).unwrap();
     assert!(Journal::open(data.path(), None).is_err());
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");

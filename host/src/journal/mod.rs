@@ -106,7 +106,7 @@ impl Journal {
         max_bytes: u64,
     ) -> io::Result<Journal> {
         let dir = dir_for(data_dir, work_dir);
-        crate::protect::hostfs::create_private_dir(&dir)?;
+        confine::hostfs::create_private_dir(&dir)?;
         let previous = read(data_dir, work_dir)?;
         let carried = previous
             .indeterminate()

@@ -155,7 +155,7 @@ fn process_alive(pid: u32) -> bool {
 pub(crate) fn read_files(paths: &[std::path::PathBuf], max_bytes: u64) -> io::Result<Log> {
     let mut texts = Vec::new();
     for path in paths {
-        if let Some(bytes) = crate::protect::hostfs::read_regular(path, max_bytes)? {
+        if let Some(bytes) = confine::hostfs::read_regular(path, max_bytes)? {
             texts.push(String::from_utf8_lossy(&bytes).into_owned());
         }
     }

@@ -22,7 +22,7 @@ pub(crate) const MAX_COMPONENT_BYTES: u64 = 512 << 20;
 /// links, never a FIFO or device), at most [`MAX_COMPONENT_BYTES`].
 pub(crate) fn read_component(path: &Path) -> Result<Vec<u8>, LoadError> {
     let err = |source| LoadError::Read { path: path.display().to_string(), source };
-    crate::protect::hostfs::read_regular_following(path, MAX_COMPONENT_BYTES)
+    confine::hostfs::read_regular_following(path, MAX_COMPONENT_BYTES)
         .map_err(err)?
         .ok_or_else(|| err(std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")))
 }

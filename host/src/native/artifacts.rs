@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::protect::hostfs;
+use confine::hostfs;
 
 /// The store's subdirectory of the data dir.
 pub(crate) const SUBDIR: &str = "artifacts";

@@ -22,7 +22,7 @@ use super::workfile::{Entry, WorkFile};
 use super::{NativeCall, NativeOutput, NativeTool};
 use crate::error::{CallError, codes};
 use crate::load::spec::ToolSpec;
-use crate::protect::Protected;
+use confine::Protected;
 
 /// What both tools work on.
 #[derive(Clone)]

@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use cap_primitives::fs::{FollowSymlinks, OpenOptions, OpenOptionsExt, PermissionsExt};
 
 use crate::error::{CallError, codes};
-use crate::protect::Protected;
+use confine::Protected;
 
 /// One file of the work dir: its parent opened, and its final name.
 pub(crate) struct WorkFile {

@@ -74,7 +74,7 @@ impl Credentials {
             })?,
         };
         let err = |why: String| OciError::Key(format!("--registry-auth: {}: {why}", path.display()));
-        let bytes = crate::protect::hostfs::read_regular_following(&path, MAX_CONFIG_BYTES)
+        let bytes = confine::hostfs::read_regular_following(&path, MAX_CONFIG_BYTES)
             .map_err(|e| err(e.to_string()))?
             .ok_or_else(|| err("no such file".into()))?;
         let config: DockerConfig =

@@ -45,7 +45,7 @@ pub(crate) fn tls_config(extra_ca_file: Option<&Path>) -> Result<Arc<ClientConfi
 /// The DER certificates of the PEM file at `path` (at least one).
 fn read_ca_file(path: &Path) -> Result<Vec<Vec<u8>>, OciError> {
     let bad = |why: String| OciError::Key(format!("{REGISTRY_CA_ENV} {}: {why}", path.display()));
-    let bytes = crate::protect::hostfs::read_regular_following(path, MAX_CA_FILE_BYTES)
+    let bytes = confine::hostfs::read_regular_following(path, MAX_CA_FILE_BYTES)
         .map_err(|e| bad(e.to_string()))?
         .ok_or_else(|| bad("no such file".into()))?;
     let text = String::from_utf8(bytes).map_err(|_| bad("not a PEM file".into()))?;

@@ -6,7 +6,7 @@
 //! ```
 //!
 //! Directories 0700, files 0600, written atomically
-//! ([`crate::protect::hostfs::write_atomic`]) and read without following links. A read
+//! ([`confine::hostfs::write_atomic`]) and read without following links. A read
 //! re-hashes the bytes: a blob that no longer matches its name is an error, never
 //! used. The signature record is the raw material (payloads, signatures, certificates,
 //! bundles), not a verdict: it is verified again against the policy each time it is
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use super::OciError;
 use super::registry::{digest_of, is_sha256_digest};
 use super::sign::SignatureLayer;
-use crate::protect::hostfs;
+use confine::hostfs;
 
 /// Largest signature record read.
 const MAX_RECORD_BYTES: u64 = 4 << 20;

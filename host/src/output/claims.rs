@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 
-use crate::protect::hostfs;
+use confine::hostfs;
 
 /// How long past its expiry a claim is kept.
 pub const CLOCK_SKEW: Duration = Duration::from_secs(120);

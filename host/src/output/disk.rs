@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 use super::Part;
 use super::claims::{Claim, ClaimDir};
 use super::stored::Stored;
-use crate::protect::hostfs;
+use confine::hostfs;
 
 /// The prefix of temp files being written.
 const TEMP_PREFIX: &str = ".tmp-";

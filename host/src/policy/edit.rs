@@ -1,6 +1,6 @@
 //! Writing the policy file: a plugin entry (`toolhost add`) or an allow rule (an
 //! "always" answer). The file is edited in place — comments and layout kept — and
-//! replaced atomically ([`crate::protect::hostfs::write_atomic`]: a planted symlink or temp
+//! replaced atomically ([`confine::hostfs::write_atomic`]: a planted symlink or temp
 //! name is replaced, never written through), so a crash leaves the old file or the
 //! new one. An entry is built as a `toml_edit` table by one function, both for
 //! writing it and for showing it first ([`plugin_entry_toml`]), so every string is
@@ -335,7 +335,7 @@ pub(super) fn push_allow_rule(doc: &mut DocumentMut, rule: &str) -> Result<(), &
 }
 
 fn read_doc(path: &Path) -> Result<DocumentMut, PolicyError> {
-    let text = crate::protect::hostfs::read_text(path, super::MAX_POLICY_BYTES)
+    let text = confine::hostfs::read_text(path, super::MAX_POLICY_BYTES)
         .map_err(|source| PolicyError::Read { path: path.display().to_string(), source })?
         .unwrap_or_default();
     // Refuse to rewrite a file the host could not read back.
@@ -347,10 +347,9 @@ fn write_doc(path: &Path, doc: &DocumentMut) -> Result<(), PolicyError> {
     let text = doc.to_string();
     super::Policy::parse(&text, path)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
-        crate::protect::hostfs::create_private_dir(dir).map_err(|e| write_err(path, &e.to_string()))?;
+        confine::hostfs::create_private_dir(dir).map_err(|e| write_err(path, &e.to_string()))?;
     }
-    crate::protect::hostfs::write_atomic(path, text.as_bytes(), None)
-        .map_err(|e| write_err(path, &e.to_string()))
+    confine::hostfs::write_atomic(path, text.as_bytes(), None).map_err(|e| write_err(path, &e.to_string()))
 }
 
 fn write_err(path: &Path, message: &str) -> PolicyError {

@@ -248,7 +248,7 @@ impl Policy {
     /// [`MAX_POLICY_BYTES`] is refused.
     pub fn load(path: &Path) -> Result<Self, PolicyError> {
         let read = |source| PolicyError::Read { path: path.display().to_string(), source };
-        let text = crate::protect::hostfs::read_text(path, MAX_POLICY_BYTES)
+        let text = confine::hostfs::read_text(path, MAX_POLICY_BYTES)
             .map_err(read)?
             .ok_or_else(|| read(std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")))?;
         Self::parse(&text, path)

@@ -37,7 +37,7 @@ use super::derive::suggest_rule;
 use super::rules::{self, Rule, Subject, normalize};
 use super::shell::{self, COMMAND_KEY, SHELL_TOOL};
 use super::shown::{MAX_SHOWN, plain, quote};
-use crate::protect::Protected;
+use confine::Protected;
 
 /// How much runs without asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]

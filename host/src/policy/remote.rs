@@ -124,7 +124,7 @@ impl RawTrust {
 fn read_root(base: &Path, path: &Spanned<String>, sha: &Spanned<String>) -> Result<TrustedRoot, Refusal> {
     let file = base.join(path.get_ref());
     let at = |why: String| (path.span(), format!("trust.trusted-root {}: {why}", file.display()));
-    let bytes = crate::protect::hostfs::read_regular_following(&file, MAX_TRUSTED_ROOT_BYTES)
+    let bytes = confine::hostfs::read_regular_following(&file, MAX_TRUSTED_ROOT_BYTES)
         .map_err(|e| at(e.to_string()))?
         .ok_or_else(|| at("no such file".into()))?;
     let actual = super::trust::sha256_hex(&bytes);

@@ -58,7 +58,7 @@ pub fn with_server_pin(text: &str, name: &str, pin: Option<&ServerPinDraft>) -> 
 /// `unpinned = true`); nothing is written when the result would not parse back.
 pub fn set_server_pin(path: &Path, name: &str, pin: Option<&ServerPinDraft>) -> Result<(), PolicyError> {
     let err = |message: String| PolicyError::Write { path: path.display().to_string(), message };
-    let text = crate::protect::hostfs::read_text(path, super::MAX_POLICY_BYTES)
+    let text = confine::hostfs::read_text(path, super::MAX_POLICY_BYTES)
         .map_err(|source| PolicyError::Read { path: path.display().to_string(), source })?
         .ok_or_else(|| err("no such file".into()))?;
     super::Policy::parse(&text, path)?;
@@ -68,7 +68,7 @@ pub fn set_server_pin(path: &Path, name: &str, pin: Option<&ServerPinDraft>) -> 
     }
     let text = doc.to_string();
     super::Policy::parse(&text, path)?;
-    crate::protect::hostfs::write_atomic(path, text.as_bytes(), None).map_err(|e| err(e.to_string()))
+    confine::hostfs::write_atomic(path, text.as_bytes(), None).map_err(|e| err(e.to_string()))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use super::trust::{ConfigDir, sha256_hex};
 use super::{MAX_POLICY_BYTES, Mode, POLICY_FILE, Policy, PolicyError};
-use crate::protect::hostfs;
+use confine::hostfs;
 
 impl Policy {
     /// The policy for a host in `work_dir` (see the module docs), with the user's

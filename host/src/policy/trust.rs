@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::protect::hostfs;
+use confine::hostfs;
 
 /// Largest trust record read.
 const RECORD_BYTES: u64 = 64 << 10;

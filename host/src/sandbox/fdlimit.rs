@@ -6,6 +6,8 @@
 
 use std::sync::OnceLock;
 
+use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+
 /// Descriptors kept back for the host whatever the calls hold.
 pub(crate) const RESERVE: u64 = 256;
 /// The smallest per-call share, even on a host with a tiny limit.
@@ -16,21 +18,17 @@ const MIN_PER_CALL: usize = 16;
 pub(crate) fn raise_nofile() -> u64 {
     static SOFT: OnceLock<u64> = OnceLock::new();
     *SOFT.get_or_init(|| {
-        let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: getrlimit/setrlimit with a valid pointer to a local struct.
-        #[allow(unsafe_code)]
-        unsafe {
-            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
-                return 1024;
-            }
-            if rl.rlim_cur < rl.rlim_max {
-                let raised = libc::rlimit { rlim_cur: rl.rlim_max, rlim_max: rl.rlim_max };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                    return raised.rlim_cur;
-                }
-            }
+        let limit = getrlimit(Resource::Nofile);
+        let (Some(soft), Some(hard)) = (limit.current, limit.maximum) else {
+            // Unlimited (`RLIM_INFINITY`) is as many as the host can count.
+            return limit.current.unwrap_or(u64::MAX);
+        };
+        if soft < hard
+            && setrlimit(Resource::Nofile, Rlimit { current: Some(hard), maximum: Some(hard) }).is_ok()
+        {
+            return hard;
         }
-        rl.rlim_cur
+        soft
     })
 }
 

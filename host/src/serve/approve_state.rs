@@ -18,7 +18,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::policy::ApprovalRequest;
-use crate::protect::hostfs;
+use confine::hostfs;
 
 /// Mixed into every tag: a toolhost approval state opens as nothing else.
 const DOMAIN: &[u8] = b"toolhost/serve/approval/v1";

@@ -4,7 +4,7 @@
 //! cancellation, redaction, the output bounds and store, the clamp).
 //!
 //! A stdio server is an untrusted program, so it runs **through the exec
-//! confinement** `terminal`'s children get (`imports::exec`, as a resident child):
+//! confinement** `terminal`'s children get (`confine`, as a resident child):
 //! its own root holding the system dirs, its `read-dirs` and the work dir as its
 //! entry grants it (none, read-only, read-write), Landlock, new user and network
 //! namespaces (no network at all unless its entry lists hosts; then only through

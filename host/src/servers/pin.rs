@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::protect::hostfs;
+use confine::hostfs;
 
 /// How much a package walk reads before it gives up.
 #[derive(Debug, Clone, Copy)]

@@ -7,8 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::grant::Refusal;
-use super::request::{SpawnRequest, resolve_cwd};
-use super::spawn::{Captured, Finished, SpawnError};
+use confine::{Captured, Finished, SpawnError, SpawnRequest, resolve_cwd};
 use wasmtime::component::{HasData, Linker};
 
 use super::ExecAccess;

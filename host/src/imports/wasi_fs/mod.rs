@@ -5,7 +5,7 @@
 //! know is what the host protects inside them, what would hang a call, or how many
 //! handles one call may hold. So [`GuardedFs`] wraps its view and, per call:
 //!
-//! - refuses every change beneath a protected path ([`crate::protect`]: `.git` at any
+//! - refuses every change beneath a protected path ([`confine::Protected`]: `.git` at any
 //!   depth including its creation, the policy file, the host's own dirs, the
 //!   `protected` globs) with `read-only`, judged on the *resolved* host path
 //!   ([`resolve`]: the parent opened and its real path read back from the kernel,
@@ -39,7 +39,7 @@ use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::p2::bindings::filesystem::types::DirectoryEntry;
 
 use crate::limits::WriteMeter;
-use crate::protect::Protected;
+use confine::Protected;
 
 /// What one call's filesystem is held to, beyond its preopens.
 #[derive(Debug)]

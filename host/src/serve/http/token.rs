@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq as _;
 
 use super::HttpError;
-use crate::protect::hostfs;
+use confine::hostfs;
 
 /// The largest token file read.
 const MAX_TOKEN_BYTES: u64 = 4096;

@@ -39,8 +39,8 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use super::ChildLimits;
 pub(crate) use super::mounts::MountOp;
+use super::settings::ChildLimits;
 pub(crate) use super::step::{SetupFailed, Step};
 
 /// `mount_setattr(2)` (Linux 5.12), the same number on every architecture.

@@ -168,11 +168,8 @@ mod tests {
         assert!(read_regular(Path::new("/dev/zero"), 100).unwrap_err().to_string().contains("device"));
 
         let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: mkfifo on a valid C string.
-        #[allow(unsafe_code)]
-        let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
-        assert_eq!(made, 0);
+        let fifo_mode = rustix::fs::Mode::from_raw_mode(0o600);
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, fifo_mode, 0).unwrap();
         let started = std::time::Instant::now();
         assert!(read_regular(&fifo, 100).unwrap_err().to_string().contains("FIFO"));
         assert!(started.elapsed() < std::time::Duration::from_secs(1));

@@ -5,9 +5,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{ChildLimits, MAX_CHILD_TIME};
-use crate::imports::CallInfo;
-use crate::limits::WriteMeter;
+use super::meter::WriteMeter;
+use super::settings::{ChildLimits, MAX_CHILD_TIME};
+
+/// The call a child runs for: whose it is (for `process_list` and log lines) and when
+/// it must be over (a child never outlives it).
+#[derive(Debug, Clone)]
+pub struct CallInfo {
+    /// The plugin's display name.
+    pub plugin: Arc<str>,
+    /// The call id.
+    pub call_id: Arc<str>,
+    /// When the call's deadline passes.
+    pub deadline: Instant,
+}
 
 /// Time kept back from the call's deadline so a child killed at its own deadline
 /// still reports its output before the call itself is stopped.
@@ -15,52 +26,52 @@ const MARGIN: Duration = Duration::from_millis(300);
 
 /// What to run, fully resolved: the host checked the program, cwd and env already.
 #[derive(Debug, Clone)]
-pub(crate) struct SpawnRequest {
+pub struct SpawnRequest {
     /// Absolute path of the program (symlinks resolved at load).
-    pub(crate) program: PathBuf,
+    pub program: PathBuf,
     /// What the program sees as its name (`argv[0]`): the name on the allow-list, so
     /// a multi-call binary reached through a symlink (rustup's `cargo`, busybox)
     /// still knows what it was asked to be.
-    pub(crate) arg0: String,
+    pub arg0: String,
     /// Its arguments.
-    pub(crate) args: Vec<String>,
+    pub args: Vec<String>,
     /// The command as one line, for `process_list`.
-    pub(crate) display: String,
+    pub display: String,
     /// Working directory (inside the work dir).
-    pub(crate) cwd: PathBuf,
+    pub cwd: PathBuf,
     /// The whole environment besides the fixed variables.
-    pub(crate) env: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
     /// Bytes for stdin (then closed); `None`: empty stdin.
-    pub(crate) stdin: Option<Vec<u8>>,
+    pub stdin: Option<Vec<u8>>,
     /// When to kill it.
-    pub(crate) timeout: Duration,
+    pub timeout: Duration,
     /// Bytes kept of each stream.
-    pub(crate) max_output: usize,
+    pub max_output: usize,
     /// Send stderr into stdout's pipe.
-    pub(crate) merge_stderr: bool,
+    pub merge_stderr: bool,
     /// Whether it may write the work dir.
-    pub(crate) writable: bool,
+    pub writable: bool,
     /// Run without Landlock and namespaces (the grant said so).
-    pub(crate) unconfined: bool,
+    pub unconfined: bool,
     /// It may write repository data beneath a `.git` (the grant's `commit`).
-    pub(crate) commit: bool,
+    pub commit: bool,
     /// Who started it (plugin or tool), for `process_list`.
-    pub(crate) started_by: String,
+    pub started_by: String,
     /// The call it belongs to.
-    pub(crate) call_id: String,
+    pub call_id: String,
     /// The call's write quota, for a writing child: its `RLIMIT_FSIZE` is what is
     /// left of it, and the work dir's growth is charged to it after.
-    pub(crate) quota: Option<Arc<WriteMeter>>,
+    pub quota: Option<Arc<WriteMeter>>,
 }
 
 impl SpawnRequest {
     /// Run `program`, named `arg0`, with `args` in `cwd` (from [`resolve_cwd`]) for
     /// `call`. It is killed at `asked` (`None`: [`MAX_CHILD_TIME`]), at most that, and
-    /// [`MARGIN`] before the call's deadline, so its output still comes back; it keeps
+    /// `MARGIN` (300 ms) before the call's deadline, so its output still comes back; it keeps
     /// `limits.output_bytes` of each stream. The rest starts at the narrowest: no
     /// granted variables, empty stdin, separate streams, read-only, confined, no `.git`
     /// data written. A caller widens only what its grant allows.
-    pub(crate) fn new(
+    pub fn new(
         program: PathBuf,
         arg0: String,
         args: Vec<String>,
@@ -97,7 +108,7 @@ impl SpawnRequest {
 /// absolute path under it; empty or `.` is `work` itself) with symlinks resolved,
 /// refused (the message, for a `bad_cwd` error) unless it is a directory inside
 /// `work`.
-pub(crate) fn resolve_cwd(work: &Path, cwd: &Path) -> Result<PathBuf, String> {
+pub fn resolve_cwd(work: &Path, cwd: &Path) -> Result<PathBuf, String> {
     if cwd.as_os_str().is_empty() || cwd == Path::new(".") {
         return Ok(work.to_path_buf());
     }

@@ -1,8 +1,8 @@
 //! A resident child: a program confined exactly like a call's child (its own
 //! root, Landlock, user and network namespaces, seccomp, rlimits, a pids cgroup)
 //! that lives across calls instead of ending with one — an MCP server
-//! (`crate::servers`). Its stdin, stdout and stderr are pipes to the host; it
-//! takes no slot of [`super::ExecSettings::max_children`] and has no deadline of
+//! (the host's `servers`). Its stdin, stdout and stderr are pipes to the host; it
+//! takes no slot of [`ExecSettings::max_children`](super::settings::ExecSettings::max_children) and has no deadline of
 //! its own: the host stops it ([`Resident::kill`], or dropping it).
 //!
 //! What differs from a call's child, and why:
@@ -25,62 +25,62 @@ use std::process::ExitStatus;
 
 use tokio::net::unix::pipe::{Receiver, Sender};
 
-use super::ChildLimits;
 use super::cgroup::ChildCgroup;
 use super::confine::{self, ChildSetup, Loopback, is_root};
 use super::landlock::{Confiner, child_root};
 use super::process::{self, Output, Process, Spawn, Spawned};
 use super::protect_check::Watch;
 use super::runtime::ExecRuntime;
+use super::settings::ChildLimits;
 use super::spawn::SpawnError;
 
 /// What to start, resolved by the caller.
 #[derive(Debug, Clone)]
-pub(crate) struct ResidentSpec {
+pub struct ResidentSpec {
     /// The program (an absolute path the child's root holds).
-    pub(crate) program: PathBuf,
+    pub program: PathBuf,
     /// What it sees as its name (`argv[0]`).
-    pub(crate) arg0: String,
+    pub arg0: String,
     /// Its arguments.
-    pub(crate) args: Vec<String>,
+    pub args: Vec<String>,
     /// Its working directory (inside its root).
-    pub(crate) cwd: PathBuf,
+    pub cwd: PathBuf,
     /// Its whole environment (nothing of the host's is added).
-    pub(crate) env: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
     /// The work dir its root holds (`None`: none).
-    pub(crate) work_dir: Option<PathBuf>,
+    pub work_dir: Option<PathBuf>,
     /// Whether it may write the work dir.
-    pub(crate) writable: bool,
+    pub writable: bool,
     /// What it may read besides the system dirs and the exec `path`.
-    pub(crate) read_dirs: Vec<PathBuf>,
+    pub read_dirs: Vec<PathBuf>,
     /// Its limits (CPU seconds over its whole life).
-    pub(crate) limits: ChildLimits,
+    pub limits: ChildLimits,
     /// A port inside its namespace the host listens on for it (its proxy).
-    pub(crate) loopback_port: Option<u16>,
+    pub loopback_port: Option<u16>,
 }
 
 /// A running resident child and everything needed to stop it.
 #[derive(Debug)]
-pub(crate) struct Resident {
+pub struct Resident {
     process: Process,
     pid: u32,
     /// Its user namespace, to find its tree by when there is no cgroup.
     userns: Option<OsString>,
     cgroup: Option<ChildCgroup>,
     /// Its stdin (the host writes requests).
-    pub(crate) stdin: Option<Sender>,
+    pub stdin: Option<Sender>,
     /// Its stdout (the host reads answers).
-    pub(crate) stdout: Option<Receiver>,
+    pub stdout: Option<Receiver>,
     /// Its stderr (the host logs it).
-    pub(crate) stderr: Option<Receiver>,
+    pub stderr: Option<Receiver>,
     /// The listener inside its namespace, when it was asked for.
-    pub(crate) listener: Option<std::net::TcpListener>,
+    pub listener: Option<std::net::TcpListener>,
 }
 
 impl ExecRuntime {
     /// Start `spec` confined (see the module docs). Fails `sandbox_unavailable`
     /// where children cannot be confined (a resident is never unconfined).
-    pub(crate) async fn start_resident(&self, spec: ResidentSpec) -> Result<Resident, SpawnError> {
+    pub async fn start_resident(&self, spec: ResidentSpec) -> Result<Resident, SpawnError> {
         let shared = self.shared().map_err(SpawnError::Unavailable)?;
         let settings = self.settings();
         let work = spec.work_dir.as_deref();
@@ -176,7 +176,7 @@ impl ExecRuntime {
 impl Resident {
     /// Kill the whole tree: the process group, and every process of its cgroup (or,
     /// without one, of its user namespace), `setsid` or not.
-    pub(crate) fn kill(&self) {
+    pub fn kill(&self) {
         if self.pid > 0 {
             confine::kill_group(self.pid, libc::SIGKILL);
         }
@@ -189,7 +189,7 @@ impl Resident {
     }
 
     /// Wait for the leader to end.
-    pub(crate) async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+    pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         self.process.wait().await
     }
 }

@@ -2,8 +2,8 @@
 //! and the state a child starts in (signals, descriptors).
 
 use super::*;
-use crate::imports::exec::ChildLimits;
-use crate::imports::exec::confine::{SetupFailed, Step};
+use crate::ChildLimits;
+use crate::confine::{SetupFailed, Step};
 
 fn spawn_with(program: &str, args: &[&str], setup: &ChildSetup) -> Result<(ExitStatus, String), StartError> {
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();

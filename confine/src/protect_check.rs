@@ -31,8 +31,8 @@ use std::sync::{Arc, Mutex};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, MetadataExt as _};
 
+use super::protect::Protected;
 use super::protect_walk::{Found, Kind, Listing, Snapshot, shown, walk};
-use crate::protect::Protected;
 
 /// Problems named in one error message; the rest are counted.
 const MAX_NAMED: usize = 8;

@@ -1,6 +1,7 @@
-//! Protected paths: what no tool may change, whichever way it writes — a path
-//! argument ([`crate::policy::Permissions`]), WASI from inside a guest
-//! (`sandbox::fs`), or a child process (`exec`, read-only bind mounts).
+//! [`Protected`] paths: what no tool may change, whichever way it writes — a path
+//! argument (the host's permissions), WASI from inside a guest (the host's
+//! `wasi_fs`), or a child process (here: read-only bind mounts, the merge's refusals).
+//! Defined here, with the children, and passed in by the host.
 //!
 //! Three kinds, all judged on the *resolved* host path (symlinks followed by the
 //! caller):
@@ -13,8 +14,6 @@
 //! - **host files**: the policy file, and the host's own config, cache and data
 //!   dirs when they lie inside the work dir (a cache entry is code the host loads).
 //! - **globs**: the policy's `protected` patterns, relative to the work dir.
-
-pub mod hostfs;
 
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};

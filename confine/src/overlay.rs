@@ -24,11 +24,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::merge;
+use super::meter::WriteMeter;
 use super::mounts::{MountOp, ProtectBind, c_path};
+use super::protect::Protected;
 use super::protect_check::describe;
 use super::staging::Layer;
-use crate::limits::WriteMeter;
-use crate::protect::Protected;
 
 /// The steps, in a child, that mount `layer` over the work dir `work` and bind
 /// `protect` over themselves on it; every path as seen under `root` (`/` in a

@@ -1,7 +1,6 @@
 //! [`ExecRuntime`]: the host's one place that starts processes. It holds the
 //! confinement (built on first use and probed once), the limit on children at once, the
-//! process table and the host's protected paths. [`ExecAccess`] is one call's
-//! capability to use it.
+//! process table and the host's protected paths.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -11,20 +10,18 @@ use tokio_util::sync::CancellationToken;
 
 use super::cgroup::{CgroupRoot, ChildCgroup};
 use super::confine::{ChildSetup, IdMaps, WorkRule, is_root, last_capability};
-use super::grant::ResolvedGrant;
 use super::landlock::{Confiner, child_root};
 use super::mounts::{Layout, ProtectBind};
 use super::overlay::{Pending, Plan};
+use super::protect::Protected;
 use super::protect_check::{ListingCache, Watch};
 use super::request::SpawnRequest;
+use super::settings::{ChildLimits, ExecSettings};
 use super::shared_root::SharedRoots;
 use super::spawn::After;
 use super::spawn::{self, Finished, SpawnError};
 use super::staging::Staging;
 use super::table::{ProcessInfo, ProcessTable};
-use super::{ChildLimits, ExecSettings};
-use crate::limits::WriteMeter;
-use crate::protect::Protected;
 
 /// What confines children on this host, built on first use.
 pub(super) struct Confinement {
@@ -159,62 +156,6 @@ pub struct ExecRuntime {
 impl std::fmt::Debug for ExecRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExecRuntime").field("settings", &self.settings).finish_non_exhaustive()
-    }
-}
-
-/// One call's capability to start processes: the plugin's resolved grant, the
-/// variables it is granted, the host's runtime, and what its children changed that
-/// they must not have ([`ExecAccess::tampering`]).
-#[derive(Clone)]
-pub(crate) struct ExecAccess {
-    /// The host's runtime.
-    pub runtime: Arc<ExecRuntime>,
-    /// What the plugin may run.
-    pub grant: Arc<ResolvedGrant>,
-    /// The variables granted to the plugin (passed to every child).
-    pub env: Arc<[(String, String)]>,
-    /// The call's cancellation.
-    pub cancel: CancellationToken,
-    /// The call's write quota (what its children may still write).
-    pub quota: Arc<WriteMeter>,
-    tampering: Tampering,
-}
-
-impl ExecAccess {
-    /// The capability of one call.
-    pub(crate) fn new(
-        runtime: Arc<ExecRuntime>,
-        grant: Arc<ResolvedGrant>,
-        env: Arc<[(String, String)]>,
-        cancel: CancellationToken,
-        quota: Arc<WriteMeter>,
-    ) -> Self {
-        Self { runtime, grant, env, cancel, quota, tampering: Tampering::default() }
-    }
-
-    /// What the call's children changed among the protected paths (undone where it
-    /// could be). Whatever the guest makes of the exec error it got, the host fails
-    /// the call with `permission_denied` when this holds something.
-    pub(crate) fn tampering(&self) -> Tampering {
-        self.tampering.clone()
-    }
-}
-
-/// What one call's children changed among the protected paths, shared between the
-/// call's exec capability and the host that fails the call.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Tampering(Arc<Mutex<Vec<String>>>);
-
-impl Tampering {
-    /// Record what a child did.
-    pub(crate) fn record(&self, what: String) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(what);
-    }
-
-    /// Everything recorded, as one message, and clear it (`None`: nothing).
-    pub(crate) fn take(&self) -> Option<String> {
-        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        (!all.is_empty()).then(|| std::mem::take(&mut *all).join("; "))
     }
 }
 
@@ -367,11 +308,7 @@ impl ExecRuntime {
 
     /// Start `req`, wait for it under its deadline and `cancel`, and clean up after
     /// it. `exec_busy` when [`ExecSettings::max_children`] are running.
-    pub(crate) async fn run(
-        &self,
-        req: SpawnRequest,
-        cancel: &CancellationToken,
-    ) -> Result<Finished, SpawnError> {
+    pub async fn run(&self, req: SpawnRequest, cancel: &CancellationToken) -> Result<Finished, SpawnError> {
         let _slot = self.slots.try_acquire().map_err(|_| {
             SpawnError::Busy(format!(
                 "{} processes started by tools are already running on this host (the most at once); \
@@ -569,9 +506,9 @@ fn probe_spawn<'a>(program: &'a Path, cwd: &'a Path) -> super::process::Spawn<'a
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::imports::exec::clone::ChildFailed;
-    use crate::imports::exec::confine::{SetupFailed, Step};
-    use crate::imports::exec::process::Failed;
+    use crate::clone::ChildFailed;
+    use crate::confine::{SetupFailed, Step};
+    use crate::process::Failed;
     use std::os::unix::fs::MetadataExt;
 
     /// A protected path swapped for another between the walk and the child's bind

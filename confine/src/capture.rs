@@ -8,18 +8,18 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// What one stream said (see `captured` in the WIT).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct Captured {
+pub struct Captured {
     /// Head and tail, with a marker between when cut.
-    pub(crate) data: Vec<u8>,
+    pub data: Vec<u8>,
     /// Bytes written in all.
-    pub(crate) total_bytes: u64,
+    pub total_bytes: u64,
     /// Bytes cut from the middle.
-    pub(crate) cut_bytes: u64,
+    pub cut_bytes: u64,
 }
 
 impl Captured {
     /// The bytes as text (invalid UTF-8 replaced).
-    pub(crate) fn text(&self) -> String {
+    pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.data).into_owned()
     }
 }

@@ -139,7 +139,7 @@ impl Drop for Layer {
 /// Create `base` (0700) unless it exists, and check it is a dir of this user's
 /// that nobody else may enter, outside the work dir `work`. Its device.
 fn private_dir(base: &Path, work: &Path) -> io::Result<u64> {
-    crate::protect::hostfs::create_private_dir(base)?;
+    super::hostfs::create_private_dir(base)?;
     let real = base.canonicalize()?;
     if real.starts_with(work) || work.starts_with(&real) {
         return Err(io::Error::other("it overlaps the work dir"));

@@ -6,7 +6,7 @@
 //! The host makes `toolhost-<pid>-<n>` under its own pids cgroup (v1's `pids`
 //! hierarchy, or v2 when the controller is delegated) and one `call-<n>` inside it
 //! per child. When neither works the host has no cgroup; see
-//! [`super::ExecRuntime`] for what that means.
+//! [`ExecRuntime`](crate::ExecRuntime) for what that means.
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::mounts::ProtectBind;
-use crate::protect::{GitPart, Protected, git_part, is_git_name};
+use super::protect::{GitPart, Protected, git_part, is_git_name};
 
 /// Directories a walk visits at most: a bound on the host's time per child.
 pub(super) const MAX_DIRS: usize = 250_000;
@@ -288,7 +288,7 @@ impl Snapshot {
                 Kind::Dir => (work.join(&f.rel).join("commondir"), None, Some(f.rel.clone())),
                 Kind::Symlink => continue,
             };
-            let Ok(Some(text)) = crate::protect::hostfs::read_text(&pointer, MAX_POINTER_BYTES) else {
+            let Ok(Some(text)) = super::hostfs::read_text(&pointer, MAX_POINTER_BYTES) else {
                 continue;
             };
             let line = text.lines().next().unwrap_or_default();

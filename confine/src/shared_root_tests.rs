@@ -16,7 +16,7 @@ use super::super::mounts::ProtectBind;
 use super::super::process::{Failed, Output, Spawn, Spawned, StartError};
 use super::super::request::SpawnRequest;
 use super::super::runtime::ExecRuntime;
-use crate::imports::CallInfo;
+use crate::request::CallInfo;
 
 /// Start `sh -c command` in `work`, with `setup`.
 fn start_sh(work: &Path, command: &str, setup: &ChildSetup) -> Result<Spawned, StartError> {

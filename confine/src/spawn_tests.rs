@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::imports::CallInfo;
-use crate::imports::exec::ChildLimits;
+use crate::ChildLimits;
+use crate::request::CallInfo;
 
 /// `sh` with a background `sleep` in its group, both for far longer than the test.
 fn sleeper(timeout: Duration) -> SpawnRequest {

@@ -6,7 +6,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use super::*;
-use crate::protect::Protected;
+use crate::Protected;
 
 fn whiteout(path: &Path) {
     let (dir, name) = (path.parent().unwrap(), path.file_name().unwrap());

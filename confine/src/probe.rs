@@ -12,61 +12,15 @@
 
 use std::path::Path;
 
-use super::ExecSettings;
 use super::cgroup::CgroupRoot;
 use super::confine::{ChildSetup, IdMaps, is_root};
+use super::settings::{ExecSettings, SandboxFeature};
 
 /// Where a refusal points the person who reads it.
 pub(crate) const DOCTOR: &str = "run `toolhost doctor` to see what this machine supports";
 
 /// The Landlock ABI the sandbox needs.
 pub const LANDLOCK_ABI_NEEDED: u32 = 6;
-
-/// One thing the sandbox needs from the kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SandboxFeature {
-    /// Landlock at ABI 6 (Linux 6.12+): filesystem rules, signal and socket scoping.
-    Landlock,
-    /// Unprivileged user namespaces (and a network namespace inside one).
-    UserNamespaces,
-    /// Seccomp filters (`PR_SET_SECCOMP` with a BPF program).
-    Seccomp,
-    /// A pids cgroup the host may create children in (needed when running as root).
-    PidsCgroup,
-}
-
-impl SandboxFeature {
-    /// Every feature, in the order they are probed.
-    pub const ALL: [Self; 4] = [Self::Landlock, Self::UserNamespaces, Self::Seccomp, Self::PidsCgroup];
-
-    /// Its short name: `landlock`, `user-namespaces`, `seccomp`, `pids-cgroup`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Landlock => "landlock",
-            Self::UserNamespaces => "user-namespaces",
-            Self::Seccomp => "seccomp",
-            Self::PidsCgroup => "pids-cgroup",
-        }
-    }
-
-    /// The feature named `name` (see [`Self::name`]).
-    pub fn parse(name: &str) -> Result<Self, String> {
-        Self::ALL.into_iter().find(|f| f.name() == name.trim()).ok_or_else(|| {
-            let names: Vec<&str> = Self::ALL.iter().map(|f| f.name()).collect();
-            format!("{name:?} is not a sandbox feature ({})", names.join(", "))
-        })
-    }
-
-    /// What it is, for a person.
-    pub fn title(self) -> &'static str {
-        match self {
-            Self::Landlock => "Landlock ABI 6 (Linux 6.12+)",
-            Self::UserNamespaces => "unprivileged user namespaces",
-            Self::Seccomp => "seccomp filters",
-            Self::PidsCgroup => "a writable pids cgroup",
-        }
-    }
-}
 
 /// What the probe found about one feature.
 #[derive(Debug, Clone)]
@@ -209,7 +163,7 @@ fn landlock() -> Result<String, String> {
 
 /// A child started in new user and network namespaces (its uid and gid mapped).
 fn user_namespaces() -> Result<String, String> {
-    let mut setup = ChildSetup::new(&super::ChildLimits::default());
+    let mut setup = ChildSetup::new(&super::settings::ChildLimits::default());
     setup.namespaces = true;
     setup.ids = Some(IdMaps::own());
     start_true(&setup).map(|()| "a child starts in new user and network namespaces".into())
@@ -218,7 +172,7 @@ fn user_namespaces() -> Result<String, String> {
 /// A child started under the sandbox's own seccomp filter.
 fn seccomp() -> Result<String, String> {
     let program = super::seccomp::program(false)?;
-    let mut setup = ChildSetup::new(&super::ChildLimits::default());
+    let mut setup = ChildSetup::new(&super::settings::ChildLimits::default());
     setup.seccomp = Some((program.as_ptr() as usize, program.len() as u16));
     let started = start_true(&setup);
     drop(program);

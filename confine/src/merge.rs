@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
-use crate::protect::Protected;
+use super::protect::Protected;
 
 /// The prefix of the attributes overlayfs keeps on upper entries (`userxattr`).
 const OVERLAY_XATTR: &[u8] = b"user.overlay.";

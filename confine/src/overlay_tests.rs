@@ -12,8 +12,8 @@ use super::super::request::SpawnRequest;
 use super::super::runtime::ExecRuntime;
 use super::super::spawn::SpawnError;
 use super::super::{ChildLimits, ExecSettings};
-use crate::imports::CallInfo;
-use crate::limits::WriteMeter;
+use crate::WriteMeter;
+use crate::request::CallInfo;
 
 /// A writing `sh -c command` in `work`, with `quota`.
 fn writing(work: &Path, command: &str, quota: &Arc<WriteMeter>) -> SpawnRequest {

@@ -25,7 +25,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe::{Receiver, Sender};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use super::capture::Captured;
+use super::capture::Captured;
 use super::capture::read_capped;
 use super::cgroup::ChildCgroup;
 use super::confine::{self, ChildSetup, Step};
@@ -40,26 +40,26 @@ const DRAIN: Duration = Duration::from_secs(2);
 
 /// How a child ended.
 #[derive(Debug, Clone)]
-pub(crate) struct Finished {
+pub struct Finished {
     /// Exit status, when it exited.
-    pub(crate) exit_code: Option<i32>,
+    pub exit_code: Option<i32>,
     /// The signal that ended it.
-    pub(crate) signal: Option<i32>,
+    pub signal: Option<i32>,
     /// Its stdout (and stderr when merged).
-    pub(crate) stdout: Captured,
+    pub stdout: Captured,
     /// Its stderr.
-    pub(crate) stderr: Captured,
+    pub stderr: Captured,
     /// Wall time.
-    pub(crate) duration: Duration,
+    pub duration: Duration,
     /// Killed at its deadline.
-    pub(crate) timed_out: bool,
+    pub timed_out: bool,
     /// Killed because the call was cancelled.
-    pub(crate) cancelled: bool,
+    pub cancelled: bool,
 }
 
 /// Why a child was not started.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum SpawnError {
+pub enum SpawnError {
     /// Too many children are running.
     #[error("exec_busy: {0}")]
     Busy(String),
@@ -76,18 +76,18 @@ pub(crate) enum SpawnError {
 }
 
 impl SpawnError {
-    /// The error code ([`crate::error::codes`]).
-    pub(crate) fn code(&self) -> &'static str {
+    /// The error code ([`toolhost_codes`]).
+    pub fn code(&self) -> &'static str {
         match self {
-            SpawnError::Busy(_) => crate::error::codes::EXEC_BUSY,
-            SpawnError::Unavailable(_) => crate::error::codes::SANDBOX_UNAVAILABLE,
-            SpawnError::Failed(_) => crate::error::codes::SPAWN_FAILED,
-            SpawnError::Protected(_) => crate::error::codes::PERMISSION_DENIED,
+            SpawnError::Busy(_) => toolhost_codes::EXEC_BUSY,
+            SpawnError::Unavailable(_) => toolhost_codes::SANDBOX_UNAVAILABLE,
+            SpawnError::Failed(_) => toolhost_codes::SPAWN_FAILED,
+            SpawnError::Protected(_) => toolhost_codes::PERMISSION_DENIED,
         }
     }
 
     /// What went wrong.
-    pub(crate) fn message(&self) -> &str {
+    pub fn message(&self) -> &str {
         match self {
             SpawnError::Busy(m)
             | SpawnError::Unavailable(m)
