@@ -16,18 +16,7 @@ use std::path::{Component, Path};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, ResolveFlags};
 use rustix::io::Errno;
 
-/// What a listed entry is (symlinks not followed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A directory.
-    Dir,
-    /// A regular file.
-    File,
-    /// A symbolic link.
-    Symlink,
-    /// A FIFO, socket or device.
-    Other,
-}
+pub use crate::Kind;
 
 /// A listing that fails this many times in a row is given up.
 pub const MAX_FAILURES_IN_A_ROW: usize = 1000;

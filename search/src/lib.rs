@@ -13,7 +13,9 @@
 //! file ([`fsops`]). The walk ([`walk`]) runs on a few threads and reports in
 //! the guest walk's order (directories first, then files, each by name).
 
+#[cfg(any(feature = "glob", not(target_arch = "wasm32")))]
 mod glob;
+#[cfg(any(feature = "glob", not(target_arch = "wasm32")))]
 pub use glob::Glob;
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -32,6 +34,19 @@ pub mod walk;
 #[cfg(not(target_arch = "wasm32"))]
 pub use engine::{Stop, find, grep};
 
+/// What a listed entry is (symlinks not followed): by the host's walk and the guest's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+    /// A symbolic link.
+    Symlink,
+    /// A FIFO, socket or device.
+    Other,
+}
+
 /// Directory names the walk never enters below its root. The root itself is
 /// walked even when it has one of these names: the model asked for it.
 pub const SKIP_DIRS: &[&str] =
@@ -49,6 +64,7 @@ pub const MAX_CONTEXT: u32 = 20;
 /// Largest `max_results` of a find.
 pub const MAX_FIND_RESULTS: u32 = 5000;
 
+#[cfg(not(target_arch = "wasm32"))]
 /// The regex `grep_files` searches with: `^`/`$` at line starts and ends (CRLF
 /// aware), `pattern` escaped when `literal`. The error is the parser's message.
 pub fn build_regex(

@@ -148,3 +148,63 @@ fn error(e: engine::SearchError) -> wit::SearchError {
         engine::SearchError::Stopped => wit::SearchError::Io(engine::SearchError::Stopped.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wit::Host as _;
+
+    fn call() -> CallInfo {
+        CallInfo {
+            plugin: "builtin:fs".into(),
+            call_id: "c".into(),
+            deadline: std::time::Instant::now() + std::time::Duration::from_secs(60),
+        }
+    }
+
+    fn grep_request(path: &str) -> wit::GrepRequest {
+        wit::GrepRequest {
+            path: path.into(),
+            pattern: "needle".into(),
+            literal: false,
+            case_insensitive: false,
+            glob: None,
+            include_ignored: false,
+            max_results: 10,
+            before: 0,
+            after: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_without_the_work_dir_searches_nothing() {
+        let (fs, call) = (FsAccess::default(), call());
+        let mut view = SearchView { fs: &fs, call: &call };
+        let err = view.grep(grep_request("/")).await.unwrap_err();
+        assert!(matches!(&err, wit::SearchError::Denied(m) if m.contains("no work directory")), "{err:?}");
+        let find = wit::FindRequest {
+            path: "/".into(),
+            pattern: "*".into(),
+            kind: None,
+            modified_since: None,
+            max_depth: 5,
+            include_ignored: false,
+            max_results: 10,
+        };
+        assert!(matches!(view.find(find).await, Err(wit::SearchError::Denied(_))));
+    }
+
+    #[tokio::test]
+    async fn a_call_searches_its_own_work_dir_only() {
+        let (work, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(work.path().join("a"), "needle\n").unwrap();
+        std::fs::write(other.path().join("b"), "needle\n").unwrap();
+        let fs = FsAccess { work_dir: Some(work.path().to_path_buf()), ..FsAccess::default() };
+        let call = call();
+        let mut view = SearchView { fs: &fs, call: &call };
+        let found = view.grep(grep_request(&work.path().to_string_lossy())).await.unwrap();
+        assert_eq!((found.matches, found.files[0].path.as_str()), (1, "a"));
+        let err = view.grep(grep_request(&other.path().to_string_lossy())).await.unwrap_err();
+        assert!(matches!(err, wit::SearchError::Denied(_)), "{err:?}");
+    }
+}

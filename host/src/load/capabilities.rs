@@ -249,4 +249,18 @@ mod tests {
         }
         assert!(Requested::from_imports(&["wasi:http/types@0.2.0".into()]).http);
     }
+
+    #[test]
+    fn the_search_needs_the_work_dir() {
+        let mut grants = PluginGrants::new(GrantSource::AdHoc, Limits::default());
+        let import = ["toolhost:plugin/search@0.1.0"];
+        assert_eq!(refusal(&import, &grants), None, "granted with the work dir");
+        grants.fs = FsGrant::Read;
+        assert_eq!(refusal(&import, &grants), None);
+        grants.fs = FsGrant::None;
+        let (interface, why) = refusal(&import, &grants).expect("refused without it");
+        assert_eq!(interface, import[0]);
+        assert!(why.contains("granted no filesystem") && why.contains("filesystem = \"read\""), "{why}");
+        assert!(Requested::from_imports(&[import[0].into()]).filesystem);
+    }
 }

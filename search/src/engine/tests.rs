@@ -228,3 +228,16 @@ fn symlinks_swapped_in_during_the_walk_are_never_followed() {
     swapper.join().unwrap();
     assert!(inside > 0, "the real files were searched at times");
 }
+
+#[test]
+fn a_stopped_walk_visits_nothing_more() {
+    let (work, _outside) = setup(&[("a/b", b"x"), ("c", b"x")]);
+    let root = Dir::open_ambient_dir(work.path(), cap_std::ambient_authority()).unwrap();
+    let visits = |stop: &Stop| {
+        let spec = walk_spec(&root, work.path(), usize::MAX, true, None, stop);
+        let (counts, _) = walk(&spec, || 0usize, |n: &mut usize, _, _| *n += 1);
+        counts.into_iter().sum::<usize>()
+    };
+    assert_eq!(visits(&Stop::default()), 3);
+    assert_eq!(visits(&Stop::new(Arc::new(AtomicBool::new(true)), None)), 0);
+}
