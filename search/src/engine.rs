@@ -18,7 +18,7 @@ use crate::walk::{Entry, WalkSpec, walk};
 use crate::{
     BINARY_PROBE, EntryKind, FileLines, FindRequest, FindResult, Glob, GrepRequest, GrepResult, Line,
     LineKind, MAX_CONTEXT, MAX_FILE, MAX_FIND_RESULTS, MAX_GREP_RESULTS, SearchError, build_regex, rules,
-    scan,
+    rules_fs, scan,
 };
 
 /// When a search gives up: a flag its caller sets (the call was cancelled or
@@ -65,7 +65,7 @@ pub fn grep(work_dir: &Path, req: &GrepRequest, stop: &Stop) -> Result<GrepResul
         vec![local]
     } else if meta.is_dir() {
         let root = open_root(&work, &rel, &req.path)?;
-        let rules = if req.include_ignored { None } else { rules::above(work_dir, &work, &rel) };
+        let rules = if req.include_ignored { None } else { rules_fs::above(work_dir, &work, &rel) };
         let root_path = work_dir.join(&rel);
         let spec = walk_spec(&root, &root_path, usize::MAX, !req.include_ignored, rules, stop);
         let visit = |local: &mut GrepLocal, dir: std::os::fd::BorrowedFd<'_>, e: &Entry<'_>| {
@@ -200,7 +200,7 @@ pub fn find(work_dir: &Path, req: &FindRequest, stop: &Stop) -> Result<FindResul
     let glob = Glob::new(&req.pattern).map_err(SearchError::InvalidArgs)?;
     let (work, rel) = locate(work_dir, &req.path)?;
     let root = open_root(&work, &rel, &req.path)?;
-    let rules = if req.include_ignored { None } else { rules::above(work_dir, &work, &rel) };
+    let rules = if req.include_ignored { None } else { rules_fs::above(work_dir, &work, &rel) };
     let root_path = work_dir.join(&rel);
     let spec = walk_spec(&root, &root_path, req.max_depth as usize, !req.include_ignored, rules, stop);
     let since = req.modified_since.map(|s| i64::try_from(s).unwrap_or(i64::MAX));

@@ -13,10 +13,12 @@
 //! file ([`fsops`]). The walk ([`walk`]) runs on a few threads and reports in
 //! the guest walk's order (directories first, then files, each by name).
 
-#[cfg(any(feature = "glob", not(target_arch = "wasm32")))]
+#[cfg(any(feature = "rules", not(target_arch = "wasm32")))]
 mod glob;
-#[cfg(any(feature = "glob", not(target_arch = "wasm32")))]
+#[cfg(any(feature = "rules", not(target_arch = "wasm32")))]
 pub use glob::Glob;
+#[cfg(any(feature = "rules", not(target_arch = "wasm32")))]
+pub mod rules;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod collect;
@@ -25,7 +27,7 @@ mod engine;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod fsops;
 #[cfg(not(target_arch = "wasm32"))]
-mod rules;
+mod rules_fs;
 #[cfg(not(target_arch = "wasm32"))]
 mod scan;
 #[cfg(not(target_arch = "wasm32"))]

@@ -20,6 +20,7 @@ use std::time::Duration;
 use crate::engine::Stop;
 use crate::fsops::{self, Kind};
 use crate::rules::{self, IGNORE_FILES, Rules};
+use crate::rules_fs;
 use crate::{SKIP_DIRS, WalkCounts};
 
 /// Threads one search uses at most.
@@ -156,7 +157,7 @@ fn list_one(
             .into_iter()
             .filter(|n| entries.iter().any(|(name, kind)| *kind == Kind::File && name == n))
             .collect();
-        rules::enter(&dir_path, dir.as_fd(), job.rules, &present)
+        rules_fs::enter(&dir_path, dir.as_fd(), job.rules, &present)
     } else {
         None
     };

@@ -16,7 +16,7 @@ use std::ffi::OsString;
 #[cfg(test)]
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::ignores::{self, IGNORE_FILES, Rules};
 use crate::readdir;
@@ -51,7 +51,7 @@ impl Entry {
 pub struct Walk {
     /// Entries still to yield, the next one last, each with the ignore
     /// rules in force in its directory.
-    stack: Vec<(Entry, Option<Rc<Rules>>)>,
+    stack: Vec<(Entry, Option<Arc<Rules>>)>,
     max_depth: usize,
     /// Directory names not entered below the root.
     skip: &'static [&'static str],
@@ -130,7 +130,7 @@ impl Walk {
 
     /// Read `dir` (its entries at `depth`) and stack its children, with the
     /// ignore rules in force there (`parent`'s and its own).
-    fn enter(&mut self, dir: &Path, depth: usize, parent: Option<Rc<Rules>>) -> std::io::Result<()> {
+    fn enter(&mut self, dir: &Path, depth: usize, parent: Option<Arc<Rules>>) -> std::io::Result<()> {
         let (children, unreadable) = read_sorted(dir, depth)?;
         let rules = if self.honour_ignores {
             let present: Vec<&str> = IGNORE_FILES
@@ -177,7 +177,7 @@ impl Walk {
         note(&self.skipped, self.ignored as u64, self.unreadable as u64, self.unreadable_entries as u64)
     }
 
-    fn push_children(&mut self, (children, unreadable): (Vec<Entry>, usize), rules: Option<Rc<Rules>>) {
+    fn push_children(&mut self, (children, unreadable): (Vec<Entry>, usize), rules: Option<Arc<Rules>>) {
         self.unreadable_entries += unreadable;
         // Last pushed is yielded first: push in reverse order.
         for child in children.into_iter().rev() {
