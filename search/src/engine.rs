@@ -215,7 +215,7 @@ pub fn find(work_dir: &Path, req: &FindRequest, stop: &Stop) -> Result<FindResul
             return;
         }
         if let Some(since) = since
-            && !fsops::mtime(dir, e.name).is_some_and(|t| t >= since)
+            && fsops::mtime(dir, e.name).is_none_or(|t| t < since)
         {
             return;
         }
