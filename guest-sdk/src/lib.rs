@@ -55,6 +55,7 @@ pub mod fs;
 pub mod http;
 pub mod log;
 mod name;
+pub mod search;
 
 pub use context::Context;
 pub use error::{ToolError, codes};

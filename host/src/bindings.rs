@@ -6,7 +6,12 @@ wasmtime::component::bindgen!({
     // The largest world: a component of a smaller one (`plugin`) links too.
     world: "host-plugin",
     path: "../wit",
-    imports: { "toolhost:plugin/fetch.fetch": async, "toolhost:plugin/exec.run": async },
+    imports: {
+        "toolhost:plugin/fetch.fetch": async,
+        "toolhost:plugin/exec.run": async,
+        "toolhost:plugin/search.grep": async,
+        "toolhost:plugin/search.find": async,
+    },
     exports: { default: async },
 });
 

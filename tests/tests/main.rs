@@ -44,6 +44,7 @@ mod read_output;
 mod redis_store;
 mod refusals;
 mod scale_out;
+mod search;
 mod secrets_outside;
 mod server_pins;
 mod shape;

@@ -1,5 +1,5 @@
 //! The host side of each interface a guest imports, one module per interface:
-//! [`config`] (`wasi:config/store`, the plugin's policy values), [`log`] (`toolhost:plugin/log`), [`files`] (`toolhost:plugin/files`), [`fetch`]
+//! [`config`] (`wasi:config/store`, the plugin's policy values), [`log`] (`toolhost:plugin/log`), [`files`] (`toolhost:plugin/files`), [`search`] (`toolhost:plugin/search`, `grep_files` and `find_files` run by the host), [`fetch`]
 //! (`toolhost:plugin/fetch`, the pinned HTTP client and its SSRF check), [`exec`]
 //! (`toolhost:plugin/exec`, confined child processes), [`http`] (`wasi:http`'s client
 //! interfaces, through the same pinned client as fetch) and [`wasi_fs`]
@@ -14,6 +14,7 @@ pub(crate) mod fetch;
 pub(crate) mod files;
 pub(crate) mod http;
 pub(crate) mod log;
+pub(crate) mod search;
 pub(crate) mod wasi_fs;
 
 use std::path::PathBuf;

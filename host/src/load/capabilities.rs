@@ -4,7 +4,7 @@
 //! grant it), and what `toolhost inspect` shows it requests.
 
 use crate::error::LoadError;
-use crate::policy::grants::{PluginGrants, Sockets};
+use crate::policy::grants::{FsGrant, PluginGrants, Sockets};
 
 /// Import prefixes a plugin may have. Anything else is refused at load,
 /// before any of its code runs.
@@ -29,6 +29,9 @@ const CONFIG_INTERFACE: &str = "wasi:config/store";
 
 /// The exec interface: granted only to a plugin whose grant lists programs or the shell.
 const EXEC_INTERFACE: &str = "toolhost:plugin/exec";
+
+/// The search interface: granted only to a plugin granted the work dir (it reads it).
+const SEARCH_INTERFACE: &str = "toolhost:plugin/search";
 
 /// Socket interfaces: linked only when the grants stub them (every operation refused).
 const SOCKETS_PREFIX: &str = "wasi:sockets/";
@@ -62,6 +65,11 @@ pub(crate) fn is_config(import: &str) -> bool {
 
 pub(crate) fn is_exec(import: &str) -> bool {
     import.strip_prefix(EXEC_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
+}
+
+/// `toolhost:plugin/search` (any version).
+pub(crate) fn is_search(import: &str) -> bool {
+    import.strip_prefix(SEARCH_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
 }
 
 /// Refuse bytes whose `sha256` is not the one `grants` pins (`identity_mismatch`).
@@ -117,6 +125,12 @@ pub(crate) fn check_imports(imports: &[String], grants: &PluginGrants) -> Result
             }
             continue;
         }
+        if is_search(import) && grants.fs == FsGrant::None {
+            let how = grants.source.how_to_grant("filesystem", "\"read\"", "a policy entry");
+            return Err(denied(format!(
+                "this plugin is granted no filesystem, and the search reads the work dir (grant it with {how})"
+            )));
+        }
         if import.starts_with(SOCKETS_PREFIX) {
             if grants.sockets == Sockets::Stub {
                 continue;
@@ -144,7 +158,8 @@ pub(crate) fn check_imports(imports: &[String], grants: &PluginGrants) -> Result
 /// What a component asks for, read from its imports.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Requested {
-    /// It imports `wasi:filesystem` (it can use a preopen if it is granted one).
+    /// It imports `wasi:filesystem` or `toolhost:plugin/search` (it can use the
+    /// work dir if it is granted it).
     pub filesystem: bool,
     /// It imports `toolhost:plugin/fetch` (it needs network hosts).
     pub fetch: bool,
@@ -177,7 +192,7 @@ impl Requested {
                 requested.exec = true;
             } else if import.starts_with(SOCKETS_PREFIX) {
                 requested.sockets = true;
-            } else if import.starts_with("wasi:filesystem/") {
+            } else if import.starts_with("wasi:filesystem/") || is_search(import) {
                 requested.filesystem = true;
             } else if import.starts_with("wasi:cli/environment") {
                 requested.env = true;
@@ -233,5 +248,19 @@ mod tests {
             assert!(why.contains("--allow-host"), "{why}");
         }
         assert!(Requested::from_imports(&["wasi:http/types@0.2.0".into()]).http);
+    }
+
+    #[test]
+    fn the_search_needs_the_work_dir() {
+        let mut grants = PluginGrants::new(GrantSource::AdHoc, Limits::default());
+        let import = ["toolhost:plugin/search@0.1.0"];
+        assert_eq!(refusal(&import, &grants), None, "granted with the work dir");
+        grants.fs = FsGrant::Read;
+        assert_eq!(refusal(&import, &grants), None);
+        grants.fs = FsGrant::None;
+        let (interface, why) = refusal(&import, &grants).expect("refused without it");
+        assert_eq!(interface, import[0]);
+        assert!(why.contains("granted no filesystem") && why.contains("filesystem = \"read\""), "{why}");
+        assert!(Requested::from_imports(&[import[0].into()]).filesystem);
     }
 }

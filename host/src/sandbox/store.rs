@@ -16,6 +16,7 @@ use crate::imports::fetch::{NetAccess, host::FetchView};
 use crate::imports::files::FilesView;
 use crate::imports::http::HttpState;
 use crate::imports::log::{LogState, LogView};
+use crate::imports::search::SearchView;
 use crate::imports::wasi_fs::{FsGuard, GuardedFs};
 use crate::imports::{CallInfo, FsAccess};
 use crate::limits::{Deadline, Limits};
@@ -145,6 +146,10 @@ impl CallState {
         FilesView { fs: &self.fs }
     }
 
+    fn search(&mut self) -> SearchView<'_> {
+        SearchView { fs: &self.fs, call: &self.call }
+    }
+
     fn fetch(&mut self) -> FetchView<'_> {
         FetchView { net: self.net.as_ref(), call: &self.call }
     }
@@ -181,6 +186,7 @@ pub(crate) fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, Loa
     types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s).map_err(LoadError::engine)?;
     crate::imports::log::add_to_linker(&mut linker, CallState::log).map_err(LoadError::engine)?;
     crate::imports::files::add_to_linker(&mut linker, CallState::files).map_err(LoadError::engine)?;
+    crate::imports::search::add_to_linker(&mut linker, CallState::search).map_err(LoadError::engine)?;
     crate::imports::fetch::host::add_to_linker(&mut linker, CallState::fetch).map_err(LoadError::engine)?;
     crate::imports::exec::host::add_to_linker(&mut linker, CallState::exec).map_err(LoadError::engine)?;
     crate::imports::http::add_to_linker(&mut linker, CallState::http, |s| &mut s.http)

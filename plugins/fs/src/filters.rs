@@ -1,12 +1,13 @@
 //! `find_files`' entry filters: `type` (file, dir or symlink) and
-//! `modified_since` (unix seconds), validated without I/O before the walk.
+//! `modified_since` (unix seconds), validated before the search, which applies
+//! them.
 
-use std::fs;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use toolhost_guest::ToolError;
+use toolhost_guest::search::EntryKind;
 
-use crate::walk::{Entry, Kind};
+use crate::walk::Kind;
 
 /// The values `type` accepts.
 pub const TYPES: [&str; 3] = ["file", "dir", "symlink"];
@@ -53,20 +54,18 @@ impl Filters {
         Ok(Self { kind, since })
     }
 
-    /// Does `entry` pass the kind filter (no I/O)?
-    pub fn kind_matches(&self, entry: &Entry) -> bool {
-        match self.kind {
-            None => matches!(entry.kind, Kind::File | Kind::Symlink),
-            Some(kind) => entry.kind == kind,
-        }
+    /// The one kind kept, as the search takes it (`None`: files and symlinks).
+    pub fn kind(&self) -> Option<EntryKind> {
+        self.kind.map(|kind| match kind {
+            Kind::Dir => EntryKind::Dir,
+            Kind::Symlink => EntryKind::Symlink,
+            Kind::File | Kind::Other => EntryKind::File,
+        })
     }
 
-    /// Does `entry` pass the time filter? Stats the entry (not following a
-    /// symlink) only when there is one; an entry that cannot be stated does
-    /// not pass.
-    pub fn time_matches(&self, entry: &Entry) -> bool {
-        let Some(since) = self.since else { return true };
-        fs::symlink_metadata(&entry.path).and_then(|m| m.modified()).is_ok_and(|t| t >= since)
+    /// The earliest modification time kept, in unix seconds.
+    pub fn since(&self) -> Option<u64> {
+        self.since.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_secs())
     }
 }
 
@@ -86,20 +85,5 @@ mod tests {
         let err = Filters::new("", 1_700_000_000_000).unwrap_err();
         assert!(err.message.contains("milliseconds"), "{}", err.message);
         assert_eq!(Filters::new("", 1).unwrap().since, Some(UNIX_EPOCH + Duration::from_secs(1)));
-    }
-
-    #[test]
-    fn times_compare_with_the_entry_mtime() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        fs::write(&path, "").unwrap();
-        let entry = Entry { path, depth: 1, kind: Kind::File };
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-        let now = i64::try_from(now).unwrap();
-        assert!(Filters::new("", now - 3600).unwrap().time_matches(&entry));
-        assert!(!Filters::new("", now + 3600).unwrap().time_matches(&entry));
-        let gone = Entry { path: dir.path().join("gone"), depth: 1, kind: Kind::File };
-        assert!(!Filters::new("", 1).unwrap().time_matches(&gone));
-        assert!(Filters::new("", 0).unwrap().time_matches(&gone), "no stat without a filter");
     }
 }

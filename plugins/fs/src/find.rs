@@ -1,15 +1,13 @@
-//! `find_files`: files whose path matches a glob; and the glob rule shared
-//! with `grep_files`.
+//! `find_files`: files whose path matches a glob, found by the host's
+//! search ([`toolhost_guest::search`]).
 
-use std::path::Path;
-
-use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::json;
+use toolhost_guest::search::FindRequest;
 use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name};
+use toolhost_search::Glob;
 
 use crate::filters::Filters;
-use crate::walk::Walk;
 
 /// The tool description the model reads.
 pub const DESCRIPTION: &str = "Find files by glob pattern, e.g. `**/*.rs`, `src/**/test_*.py`, `*.{ts,tsx}`. A \
@@ -68,83 +66,47 @@ fn default_max() -> usize {
     DEFAULT_MAX
 }
 
-/// A compiled glob with the tools' rule: a pattern without `/` matches the
-/// file name, one with `/` matches the path relative to the searched
-/// directory.
-#[derive(Debug, Clone)]
-pub struct Glob {
-    matcher: GlobMatcher,
-    name_only: bool,
-}
-
-impl Glob {
-    /// Compile `pattern` (`invalid_args` with the parser's message when it
-    /// is not a valid glob).
-    pub fn new(pattern: &str) -> Result<Self, ToolError> {
-        let trimmed = pattern.trim();
-        let trimmed = trimmed.strip_prefix("./").unwrap_or(trimmed);
-        if trimmed.is_empty() {
-            return Err(ToolError::invalid_args("the glob pattern is empty"));
-        }
-        if trimmed.starts_with('/') {
-            return Err(ToolError::invalid_args(format!(
-                "glob `{pattern}` is absolute; patterns match paths relative to the searched directory"
-            )));
-        }
-        let glob = GlobBuilder::new(trimmed)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| ToolError::invalid_args(format!("invalid glob `{pattern}`: {e}")))?;
-        Ok(Self { matcher: glob.compile_matcher(), name_only: !trimmed.contains('/') })
-    }
-
-    /// Does the entry at `rel` (relative to the searched directory) match?
-    pub fn is_match(&self, rel: &Path) -> bool {
-        if self.name_only {
-            rel.file_name().is_some_and(|name| self.matcher.is_match(name))
-        } else {
-            self.matcher.is_match(rel)
-        }
-    }
-}
-
 /// Run `find_files`.
 pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
     crate::in_range("max_results", args.max_results, MAX_MAX)?;
-    let glob = Glob::new(&args.pattern)?;
+    Glob::new(&args.pattern).map_err(ToolError::invalid_args)?;
     let filters = Filters::new(&args.kind, args.modified_since)?;
     let max_depth = crate::in_range("max_depth", args.max_depth, MAX_DEPTH)?;
     let (root, shown_root) = crate::resolve_dir(ctx, &args.path)?;
-    let mut walk = Walk::with_ignored(&root, max_depth, args.include_ignored, ctx.work_dir()?)
-        .map_err(|e| ctx.io_error(&e, &root))?;
-    let mut found: Vec<String> = walk
-        .by_ref()
-        .filter(|e| filters.kind_matches(e))
-        .filter(|e| e.path.strip_prefix(&root).is_ok_and(|rel| glob.is_match(rel)))
-        .filter(|e| filters.time_matches(e))
-        .map(|e| ctx.display(&e.path))
-        .collect();
-    found.sort_unstable();
-    let total = found.len();
-    found.truncate(args.max_results);
-
+    // The ranges are checked above: the casts are exact.
+    let found = toolhost_guest::search::find(
+        ctx,
+        &FindRequest {
+            path: root.to_string_lossy().into_owned(),
+            pattern: args.pattern.clone(),
+            kind: filters.kind(),
+            modified_since: filters.since(),
+            max_depth: max_depth as u32,
+            include_ignored: args.include_ignored,
+            max_results: args.max_results as u32,
+        },
+    )?;
+    let total = found.total;
     let mut out = if total == 0 {
         format!("No files match `{}` in {shown_root}.\n", args.pattern)
     } else {
-        found.iter().fold(String::new(), |mut s, path| {
+        found.paths.iter().fold(String::new(), |mut s, path| {
             s.push_str(&quote_name(path));
             s.push('\n');
             s
         })
     };
-    if total > found.len() {
+    if total > found.paths.len() as u64 {
         out.push_str(&format!(
             "[{} more matching files not shown (max_results={}); narrow the pattern or search a subdirectory]\n",
-            total - found.len(),
+            total - found.paths.len() as u64,
             args.max_results
         ));
     }
-    if let Some(note) = walk.note() {
+    let walk = &found.walk;
+    if let Some(note) =
+        crate::walk::note(&walk.skipped_dirs, walk.ignored, walk.unreadable_dirs, walk.unreadable_entries)
+    {
         out.push_str(&note);
         out.push('\n');
     }
@@ -152,10 +114,10 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         "path": ctx.display(&root),
         "pattern": args.pattern,
         "total": total,
-        "shown": found.len(),
-        "skipped_dirs": walk.skipped_names(),
-        "unreadable_entries": walk.unreadable_entries(),
-        "ignored_entries": walk.ignored(),
+        "shown": found.paths.len(),
+        "skipped_dirs": crate::walk::distinct(&walk.skipped_dirs),
+        "unreadable_entries": walk.unreadable_entries,
+        "ignored_entries": walk.ignored,
     })))
 }
 

@@ -1,17 +1,13 @@
 //! `grep_files`: lines matching a regular expression or a fixed string,
-//! across a tree, with optional context lines. The search of one file is in
-//! [`crate::search`].
+//! across a tree, with optional context lines. The host searches
+//! ([`toolhost_guest::search`]); [`crate::search`] shows what it found.
 
 use std::fs;
 
-use regex::bytes::RegexBuilder;
 use serde::Deserialize;
 use serde_json::json;
+use toolhost_guest::search::GrepRequest;
 use toolhost_guest::{Context, JsonSchema, Output, ToolError};
-
-use crate::find::Glob;
-use crate::search::Search;
-use crate::walk::{Kind, Walk};
 
 /// The tool description the model reads.
 pub const DESCRIPTION: &str = "Search file contents with a regular expression (Rust `regex` syntax: no \
@@ -86,73 +82,57 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
             args.before, args.after
         )));
     }
-    let pattern = if args.literal { regex::escape(&args.pattern) } else { args.pattern.clone() };
-    let re = RegexBuilder::new(&pattern)
-        .multi_line(true)
-        .crlf(true)
-        .case_insensitive(args.case_insensitive)
-        .build()
-        .map_err(|e| ToolError::invalid_args(format!("invalid regex: {e}")))?;
-    let glob = if args.glob.trim().is_empty() { None } else { Some(Glob::new(&args.glob)?) };
     let root = ctx.resolve(&args.path)?;
     let shown_root = ctx.show(&root);
     let meta = fs::metadata(&root).map_err(|e| ctx.io_error(&e, &root))?;
-
-    let mut search = Search::new(ctx, re, args.max_results, args.before, args.after);
-    let mut walk_note = None;
-    let mut skipped_dirs = Vec::new();
-    let mut unreadable_entries = 0;
-    let mut ignored_entries = 0;
-    if meta.is_dir() {
-        let mut walk = Walk::with_ignored(&root, usize::MAX, args.include_ignored, ctx.work_dir()?)
-            .map_err(|e| ctx.io_error(&e, &root))?;
-        for entry in walk.by_ref() {
-            if entry.kind != Kind::File {
-                continue;
-            }
-            if let Some(glob) = &glob
-                && !entry.path.strip_prefix(&root).is_ok_and(|rel| glob.is_match(rel))
-            {
-                continue;
-            }
-            search.file(&entry.path);
-        }
-        walk_note = walk.note();
-        skipped_dirs = walk.skipped_names();
-        unreadable_entries = walk.unreadable_entries();
-        ignored_entries = walk.ignored();
-    } else if meta.is_file() {
-        search.file(&root);
-    } else {
+    if !meta.is_dir() && !meta.is_file() {
         return Err(ToolError::invalid_args(format!(
             "{shown_root} is neither a regular file nor a directory"
         )));
     }
+    // The ranges are checked above: the casts are exact.
+    let found = toolhost_guest::search::grep(
+        ctx,
+        &GrepRequest {
+            path: root.to_string_lossy().into_owned(),
+            pattern: args.pattern.clone(),
+            literal: args.literal,
+            case_insensitive: args.case_insensitive,
+            glob: Some(args.glob.clone()).filter(|g| !g.trim().is_empty()),
+            include_ignored: args.include_ignored,
+            max_results: args.max_results as u32,
+            before: args.before as u32,
+            after: args.after as u32,
+        },
+    )?;
 
-    let shown = search.matches.min(search.max);
-    let suppressed = search.matches - shown;
-    let mut out = std::mem::take(&mut search.out);
-    if search.matches == 0 {
+    let shown = found.matches.min(args.max_results as u64);
+    let suppressed = found.matches - shown;
+    let mut out = crate::search::format(&found);
+    if found.matches == 0 {
         out.push_str(&format!(
             "No matches for `{}` in {shown_root} ({} file{} searched).\n",
             args.pattern,
-            search.files_searched,
-            if search.files_searched == 1 { "" } else { "s" }
+            found.files_searched,
+            if found.files_searched == 1 { "" } else { "s" }
         ));
     }
     if suppressed > 0 {
         out.push_str(&format!(
             "[{suppressed} more matching lines not shown (max_results={}); narrow the pattern, path or glob]\n",
-            search.max
+            args.max_results
         ));
     }
-    if search.binary + search.large + search.unreadable > 0 {
+    if found.binary + found.large + found.unreadable > 0 {
         out.push_str(&format!(
             "[skipped {} binary file(s), {} file(s) over 1 MiB, {} unreadable file(s)]\n",
-            search.binary, search.large, search.unreadable
+            found.binary, found.large, found.unreadable
         ));
     }
-    if let Some(note) = walk_note {
+    let walk = &found.walk;
+    if let Some(note) =
+        crate::walk::note(&walk.skipped_dirs, walk.ignored, walk.unreadable_dirs, walk.unreadable_entries)
+    {
         out.push_str(&note);
         out.push('\n');
     }
@@ -160,18 +140,18 @@ pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
         "path": ctx.display(&root),
         "pattern": args.pattern,
         "literal": args.literal,
-        "matches": search.matches,
-        "context_lines": search.context_lines,
+        "matches": found.matches,
+        "context_lines": found.context_lines,
         "shown": shown,
         "suppressed": suppressed,
-        "files_searched": search.files_searched,
-        "files_matched": search.files_matched,
-        "skipped_binary": search.binary,
-        "skipped_large": search.large,
-        "unreadable": search.unreadable,
-        "skipped_dirs": skipped_dirs,
-        "unreadable_entries": unreadable_entries,
-        "ignored_entries": ignored_entries,
+        "files_searched": found.files_searched,
+        "files_matched": found.files_matched,
+        "skipped_binary": found.binary,
+        "skipped_large": found.large,
+        "unreadable": found.unreadable,
+        "skipped_dirs": crate::walk::distinct(&walk.skipped_dirs),
+        "unreadable_entries": walk.unreadable_entries,
+        "ignored_entries": walk.ignored,
     })))
 }
 
@@ -403,12 +383,6 @@ mod tests {
         fs::write(d.path().join(std::ffi::OsStr::from_bytes(b"bad\xff.txt")), b"needle too\n").unwrap();
         let out = grep(&ctx, args("needle"));
         assert_eq!(results(&out), ["\"bad\\u{fffd}.txt\":1:needle too", "ok.txt:1:needle"]);
-        // In the sandbox such a name arrives decoded lossily and does not
-        // open: the file is counted, the search goes on.
-        let mut search = Search::new(&ctx, regex::bytes::Regex::new("needle").unwrap(), DEFAULT_MAX, 0, 0);
-        search.file(&d.path().join("bad\u{fffd}.txt"));
-        search.file(&d.path().join("ok.txt"));
-        assert_eq!((search.unreadable, search.matches), (1, 1));
     }
 
     #[test]

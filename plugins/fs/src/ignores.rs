@@ -1,72 +1,42 @@
-//! `.gitignore` and `.ignore` files for the walk: the rules of a directory's
-//! ignore files apply to everything below it, a nested file's rules after
-//! (over) its parents', and in one directory `.ignore` over `.gitignore` (as
-//! ripgrep does). Git's syntax and semantics, by the `ignore` crate's
-//! [`Gitignore`]: `*.log`, `/build` (anchored to the file's directory),
-//! `dir/` (directories only), `!keep.log` (re-include), `**`.
-//!
-//! The ignore files of the walked root's ancestors up to the work
-//! directory apply too ([`above`]), and under them all the repository's own
-//! `.git/info/exclude` at the work directory ([`EXCLUDE_FILE`]); an ignored directory is not entered, so nothing inside it can be re-included. Each
-//! file is read up to [`MAX_IGNORE_FILE`] bytes; a line that is not a valid
-//! glob is left out, the rest still apply.
+//! `.gitignore` and `.ignore` files for the guest walk (`list_dir`, `tree`):
+//! the rules are [`toolhost_search::rules`]' (the host's search applies the
+//! same), read here through the WASI view by path. The ignore files of the
+//! walked root's ancestors up to the work directory apply too ([`above`]), and
+//! under them all the repository's own `.git/info/exclude` at the work
+//! directory ([`EXCLUDE_FILE`]); an ignored directory is not entered, so
+//! nothing inside it can be re-included. Each file is read up to
+//! [`MAX_IGNORE_FILE`] bytes.
 
 use std::fs::File;
 use std::io::Read;
-use std::path::Path;
-use std::rc::Rc;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
-
-/// The ignore files read in each directory, the later one winning.
-pub const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
-/// The repository's private ignore file, read at the work directory (the
-/// weakest rules: any `.gitignore` or `.ignore` decides over it).
-pub const EXCLUDE_FILE: &str = ".git/info/exclude";
-/// Bytes read of one ignore file at most.
-pub const MAX_IGNORE_FILE: u64 = 256 * 1024;
-
-/// The ignore rules in force in one directory: its own and its parents'.
-#[derive(Debug)]
-pub struct Rules {
-    here: Gitignore,
-    parent: Option<Rc<Rules>>,
-}
+use toolhost_search::rules::with_files;
+pub use toolhost_search::rules::{EXCLUDE_FILE, IGNORE_FILES, MAX_IGNORE_FILE, Rules, is_ignored};
 
 /// The rules in force in `dir`: `parent`'s, plus those of the ignore files
 /// `dir` holds (`present`: the names of its regular files among
 /// [`IGNORE_FILES`]). A file that cannot be read adds nothing.
-pub fn enter(dir: &Path, parent: Option<Rc<Rules>>, present: &[&str]) -> Option<Rc<Rules>> {
-    if present.is_empty() {
-        return parent;
-    }
-    let mut builder = GitignoreBuilder::new(dir);
-    for name in IGNORE_FILES.iter().filter(|n| present.contains(n)) {
-        add_file(&mut builder, &dir.join(name));
-    }
-    match builder.build() {
-        Ok(here) if !here.is_empty() => Some(Rc::new(Rules { here, parent })),
-        _ => parent,
-    }
+pub fn enter(dir: &Path, parent: Option<Arc<Rules>>, present: &[&str]) -> Option<Arc<Rules>> {
+    let files: Vec<(PathBuf, Vec<u8>)> = IGNORE_FILES
+        .iter()
+        .filter(|n| present.contains(n))
+        .filter_map(|name| read(&dir.join(name)).map(|bytes| (dir.join(name), bytes)))
+        .collect();
+    with_files(dir, parent, &files)
 }
 
-/// Add the lines of the ignore file `path` (at most [`MAX_IGNORE_FILE`]
-/// bytes) to `builder`; a file that cannot be read adds nothing, a bad line
-/// is left out.
-fn add_file(builder: &mut GitignoreBuilder, path: &Path) {
-    let Ok(file) = File::open(path) else { return };
+/// The first [`MAX_IGNORE_FILE`] bytes of the ignore file `path`, or `None`.
+fn read(path: &Path) -> Option<Vec<u8>> {
     let mut bytes = Vec::new();
-    if file.take(MAX_IGNORE_FILE).read_to_end(&mut bytes).is_err() {
-        return;
-    }
-    for line in String::from_utf8_lossy(&bytes).lines() {
-        let _ = builder.add_line(Some(path.to_path_buf()), line);
-    }
+    File::open(path).ok()?.take(MAX_IGNORE_FILE).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }
 
 /// The rules of `top`'s `.git/info/exclude`, when `.git` is a real directory
 /// there and the file a regular one (never through a symlink).
-fn exclude(top: &Path) -> Option<Rc<Rules>> {
+fn exclude(top: &Path) -> Option<Arc<Rules>> {
     let git = top.join(".git");
     let path = top.join(EXCLUDE_FILE);
     let real = |p: &Path, dir: bool| {
@@ -75,18 +45,13 @@ fn exclude(top: &Path) -> Option<Rc<Rules>> {
     if !real(&git, true) || !real(&git.join("info"), true) || !real(&path, false) {
         return None;
     }
-    let mut builder = GitignoreBuilder::new(top);
-    add_file(&mut builder, &path);
-    match builder.build() {
-        Ok(here) if !here.is_empty() => Some(Rc::new(Rules { here, parent: None })),
-        _ => None,
-    }
+    with_files(top, None, &[(path.clone(), read(&path)?)])
 }
 
 /// The rules the ignore files of `root`'s ancestors, from `top` (the work
 /// directory) down to `root`'s parent, put in force in `root`, over those of
 /// `top`'s `.git/info/exclude`; `None` when `root` is not below `top`.
-pub fn above(top: &Path, root: &Path) -> Option<Rc<Rules>> {
+pub fn above(top: &Path, root: &Path) -> Option<Arc<Rules>> {
     let rel = root.strip_prefix(top).ok()?;
     let (mut rules, mut dir) = (exclude(top), top.to_path_buf());
     for part in rel.components() {
@@ -100,28 +65,11 @@ pub fn above(top: &Path, root: &Path) -> Option<Rc<Rules>> {
     rules
 }
 
-/// Is `path` (a directory when `is_dir`) ignored by `rules`? The innermost
-/// directory with a rule for it decides.
-pub fn is_ignored(rules: Option<&Rules>, path: &Path, is_dir: bool) -> bool {
-    let mut at = rules;
-    while let Some(rules) = at {
-        let m = rules.here.matched(path, is_dir);
-        if m.is_ignore() {
-            return true;
-        }
-        if m.is_whitelist() {
-            return false;
-        }
-        at = rules.parent.as_deref();
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn rules(dir: &Path, gitignore: &str, ignore: Option<&str>) -> Option<Rc<Rules>> {
+    fn rules(dir: &Path, gitignore: &str, ignore: Option<&str>) -> Option<Arc<Rules>> {
         std::fs::write(dir.join(".gitignore"), gitignore).unwrap();
         let mut present = vec![".gitignore"];
         if let Some(text) = ignore {

@@ -13,17 +13,7 @@ use std::fs;
 use std::path::Path;
 
 /// What a walked entry is. Symlinks are reported as such, never followed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A directory.
-    Dir,
-    /// A regular file.
-    File,
-    /// A symbolic link (to anything; it is not followed).
-    Symlink,
-    /// Something else (socket, fifo, device).
-    Other,
-}
+pub use toolhost_search::Kind;
 
 /// A directory whose listing fails this many times in a row is given up:
 /// a stream that only fails would otherwise never end.

@@ -16,16 +16,15 @@ use std::ffi::OsString;
 #[cfg(test)]
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::ignores::{self, IGNORE_FILES, Rules};
 use crate::readdir;
 pub use crate::readdir::Kind;
 
-/// Directory names the walk never enters below its root. The root itself is
-/// walked even when it has one of these names: the model asked for it.
-pub const SKIP_DIRS: &[&str] =
-    &[".git", "node_modules", "target", ".hg", ".svn", "__pycache__", ".venv", "dist", ".idea", ".cache"];
+/// Directory names the walk never enters below its root (the host's search
+/// skips the same).
+pub use toolhost_search::SKIP_DIRS;
 
 /// One entry found by the walk.
 #[derive(Debug, Clone)]
@@ -52,7 +51,7 @@ impl Entry {
 pub struct Walk {
     /// Entries still to yield, the next one last, each with the ignore
     /// rules in force in its directory.
-    stack: Vec<(Entry, Option<Rc<Rules>>)>,
+    stack: Vec<(Entry, Option<Arc<Rules>>)>,
     max_depth: usize,
     /// Directory names not entered below the root.
     skip: &'static [&'static str],
@@ -131,7 +130,7 @@ impl Walk {
 
     /// Read `dir` (its entries at `depth`) and stack its children, with the
     /// ignore rules in force there (`parent`'s and its own).
-    fn enter(&mut self, dir: &Path, depth: usize, parent: Option<Rc<Rules>>) -> std::io::Result<()> {
+    fn enter(&mut self, dir: &Path, depth: usize, parent: Option<Arc<Rules>>) -> std::io::Result<()> {
         let (children, unreadable) = read_sorted(dir, depth)?;
         let rules = if self.honour_ignores {
             let present: Vec<&str> = IGNORE_FILES
@@ -158,10 +157,7 @@ impl Walk {
 
     /// The distinct names of the skipped directories, sorted.
     pub fn skipped_names(&self) -> Vec<String> {
-        let mut names = self.skipped.clone();
-        names.sort();
-        names.dedup();
-        names
+        distinct(&self.skipped)
     }
 
     /// How many subdirectories could not be read.
@@ -178,37 +174,10 @@ impl Walk {
     /// A one-line note about skipped and unreadable directories and
     /// entries, or `None`.
     pub fn note(&self) -> Option<String> {
-        let mut parts = Vec::new();
-        if !self.skipped.is_empty() {
-            parts.push(format!(
-                "skipped {} director{} by name ({}); pass one as `path` to look inside",
-                self.skipped.len(),
-                if self.skipped.len() == 1 { "y" } else { "ies" },
-                self.skipped_names().join(", ")
-            ));
-        }
-        if self.ignored > 0 {
-            parts.push(format!(
-                "{} ignored by .gitignore/.ignore; pass include_ignored: true to see them",
-                crate::count(self.ignored, "entry", "entries")
-            ));
-        }
-        if self.unreadable > 0 {
-            parts.push(format!(
-                "{} could not be read",
-                crate::count(self.unreadable, "directory", "directories")
-            ));
-        }
-        if self.unreadable_entries > 0 {
-            parts.push(format!(
-                "{} could not be read (name or type), left out",
-                crate::count(self.unreadable_entries, "entry", "entries")
-            ));
-        }
-        (!parts.is_empty()).then(|| format!("[{}]", parts.join("; ")))
+        note(&self.skipped, self.ignored as u64, self.unreadable as u64, self.unreadable_entries as u64)
     }
 
-    fn push_children(&mut self, (children, unreadable): (Vec<Entry>, usize), rules: Option<Rc<Rules>>) {
+    fn push_children(&mut self, (children, unreadable): (Vec<Entry>, usize), rules: Option<Arc<Rules>>) {
         self.unreadable_entries += unreadable;
         // Last pushed is yielded first: push in reverse order.
         for child in children.into_iter().rev() {
@@ -238,6 +207,49 @@ impl Iterator for Walk {
         }
         Some(entry)
     }
+}
+
+/// The distinct names among `names`, sorted.
+pub fn distinct(names: &[String]) -> Vec<String> {
+    let mut names = names.to_vec();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The one-line note of a walk that skipped the directories `skipped` (one
+/// name each) by name, left out `ignored` entries by ignore files, and could
+/// not read `unreadable` directories and `unreadable_entries` entries; `None`
+/// when it left nothing out.
+pub fn note(skipped: &[String], ignored: u64, unreadable: u64, unreadable_entries: u64) -> Option<String> {
+    let mut parts = Vec::new();
+    if !skipped.is_empty() {
+        parts.push(format!(
+            "skipped {} director{} by name ({}); pass one as `path` to look inside",
+            skipped.len(),
+            if skipped.len() == 1 { "y" } else { "ies" },
+            distinct(skipped).join(", ")
+        ));
+    }
+    if ignored > 0 {
+        parts.push(format!(
+            "{} ignored by .gitignore/.ignore; pass include_ignored: true to see them",
+            crate::count(ignored as usize, "entry", "entries")
+        ));
+    }
+    if unreadable > 0 {
+        parts.push(format!(
+            "{} could not be read",
+            crate::count(unreadable as usize, "directory", "directories")
+        ));
+    }
+    if unreadable_entries > 0 {
+        parts.push(format!(
+            "{} could not be read (name or type), left out",
+            crate::count(unreadable_entries as usize, "entry", "entries")
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("[{}]", parts.join("; ")))
 }
 
 /// The entries of `dir` at `depth`: directories first, then the rest, each
