@@ -20,13 +20,13 @@ const LAYERS: &[&str] = &[
 type Module = Vec<String>;
 
 /// Which crate's files: the library's (`lib.rs` and everything but the
-/// binary's), the binary's (`main.rs` and `cli/`), or the sandbox crate's
-/// (`confine/src`, all of it).
+/// binary's), the binary's (`main.rs` and `cli/`), or all of another crate's
+/// (`confine/src`, `search/src`).
 #[derive(Clone, Copy, PartialEq)]
 enum Crate {
     Library,
     Binary,
-    Confine,
+    Whole,
 }
 
 /// Every source file of `krate` as its module path (`imports/exec/mod.rs` is `imports::exec`).
@@ -37,7 +37,7 @@ fn modules(src: &Path, krate: Crate) -> BTreeMap<Module, PathBuf> {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             let rel = path.strip_prefix(src).unwrap().to_path_buf();
-            let binary = krate != Crate::Confine && (rel.starts_with("cli") || rel == Path::new("main.rs"));
+            let binary = krate != Crate::Whole && (rel.starts_with("cli") || rel == Path::new("main.rs"));
             if binary != (krate == Crate::Binary) {
                 continue;
             }
@@ -212,13 +212,22 @@ fn confine_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("confine/src")
 }
 
-/// No two files of the library, of the binary (`main.rs` and `cli/`), or of the
-/// sandbox crate need each other.
+/// The search crate's sources.
+fn search_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("search/src")
+}
+
+/// No two files of the library, of the binary (`main.rs` and `cli/`), of the
+/// sandbox crate or of the search crate need each other.
 #[test]
 fn no_two_files_need_each_other() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    for (src, krate) in [(src.clone(), Crate::Library), (src, Crate::Binary), (confine_src(), Crate::Confine)]
-    {
+    for (src, krate) in [
+        (src.clone(), Crate::Library),
+        (src, Crate::Binary),
+        (confine_src(), Crate::Whole),
+        (search_src(), Crate::Whole),
+    ] {
         let (graph, _) = edges(&src, krate);
         let found = cycles(&graph);
         assert!(
@@ -243,7 +252,7 @@ fn the_binary_files_are_read() {
 /// cycle check sees a cycle put among them.
 #[test]
 fn the_sandbox_files_are_read() {
-    let (graph, _) = edges(&confine_src(), Crate::Confine);
+    let (graph, _) = edges(&confine_src(), Crate::Whole);
     let runtime = vec!["runtime".to_string()];
     assert!(graph.get(&runtime).is_some_and(|uses| uses.contains(&vec!["spawn".to_string()])), "{graph:?}");
     let mut cyclic = graph.clone();
@@ -263,7 +272,7 @@ fn the_sandbox_crate_stands_below_the_host() {
         problems.push("confine/Cargo.toml depends on the host crate `toolhost`".to_string());
     }
     let host_path = Regex::new(r"\btoolhost\s*::|\bextern\s+crate\s+toolhost\b").unwrap();
-    for (module, path) in modules(&confine_src(), Crate::Confine) {
+    for (module, path) in modules(&confine_src(), Crate::Whole) {
         if host_path.is_match(&without_comments(&std::fs::read_to_string(&path).unwrap())) {
             problems.push(format!("confine::{} names the host crate", module.join("::")));
         }
@@ -327,7 +336,7 @@ fn unsafe_code_is_only_where_the_architecture_page_says() {
         .collect();
     assert!(!listed.is_empty(), "no file in {claim:?}");
     let mut files = Vec::new();
-    for dir in ["host/src", "confine/src", "codes", "guest-sdk", "plugins", "build-support"] {
+    for dir in ["host/src", "confine/src", "search/src", "codes", "guest-sdk", "plugins", "build-support"] {
         rust_files(&root.join(dir), &mut files);
     }
     let uses =
@@ -355,9 +364,17 @@ fn unsafe_code_is_only_where_the_architecture_page_says() {
     if !manifest.contains("unsafe_code = \"deny\"") {
         problems.push("the workspace no longer denies unsafe_code".to_string());
     }
-    for krate in
-        ["host", "confine", "codes", "guest-sdk", "plugins/fs", "plugins/web", "plugins/sys", "build-support"]
-    {
+    for krate in [
+        "host",
+        "confine",
+        "search",
+        "codes",
+        "guest-sdk",
+        "plugins/fs",
+        "plugins/web",
+        "plugins/sys",
+        "build-support",
+    ] {
         let own = std::fs::read_to_string(root.join(krate).join("Cargo.toml")).unwrap();
         if !own.contains("[lints]\nworkspace = true") {
             problems.push(format!("{krate}/Cargo.toml does not take the workspace's lints"));

@@ -6,40 +6,19 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 use cap_std::fs::Dir;
 use regex::bytes::Regex;
 
 use crate::collect::{FirstMatches, FirstPaths, Hits};
 use crate::fsops::{self, Kind, OpenError};
+pub use crate::walk::Stop;
 use crate::walk::{Entry, WalkSpec, walk};
 use crate::{
     BINARY_PROBE, EntryKind, FileLines, FindRequest, FindResult, Glob, GrepRequest, GrepResult, Line,
     LineKind, MAX_CONTEXT, MAX_FILE, MAX_FIND_RESULTS, MAX_GREP_RESULTS, SearchError, build_regex, rules,
     rules_fs, scan,
 };
-
-/// When a search gives up: a flag its caller sets (the call was cancelled or
-/// dropped), or a deadline.
-#[derive(Debug, Clone, Default)]
-pub struct Stop {
-    flag: Arc<AtomicBool>,
-    deadline: Option<Instant>,
-}
-
-impl Stop {
-    /// Stop when `flag` is set or at `deadline`.
-    pub fn new(flag: Arc<AtomicBool>, deadline: Option<Instant>) -> Self {
-        Self { flag, deadline }
-    }
-
-    /// Whether to stop now.
-    pub fn stopped(&self) -> bool {
-        self.flag.load(Ordering::Relaxed) || self.deadline.is_some_and(|at| Instant::now() >= at)
-    }
-}
 
 /// Search the files below (or at) `req.path`, inside the work dir `work_dir`.
 pub fn grep(work_dir: &Path, req: &GrepRequest, stop: &Stop) -> Result<GrepResult, SearchError> {

@@ -14,14 +14,34 @@
 use std::ffi::OsStr;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::engine::Stop;
 use crate::fsops::{self, Kind};
 use crate::rules::{self, IGNORE_FILES, Rules};
 use crate::rules_fs;
 use crate::{SKIP_DIRS, WalkCounts};
+
+/// When a search gives up: a flag its caller sets (the call was cancelled or
+/// dropped), or a deadline.
+#[derive(Debug, Clone, Default)]
+pub struct Stop {
+    flag: Arc<AtomicBool>,
+    deadline: Option<Instant>,
+}
+
+impl Stop {
+    /// Stop when `flag` is set or at `deadline`.
+    pub fn new(flag: Arc<AtomicBool>, deadline: Option<Instant>) -> Self {
+        Self { flag, deadline }
+    }
+
+    /// Whether to stop now.
+    pub fn stopped(&self) -> bool {
+        self.flag.load(Ordering::Relaxed) || self.deadline.is_some_and(|at| Instant::now() >= at)
+    }
+}
 
 /// Threads one search uses at most.
 pub const MAX_THREADS: usize = 4;
