@@ -120,6 +120,7 @@ mod tests {
         let damaged: &'static [u8] = b"not deflate data";
         let bomb: &'static [u8] =
             miniz_oxide::deflate::compress_to_vec(&vec![0u8; MAX_INFLATED + 1], 6).leak();
+        assert!(inflate(damaged).is_none() && inflate(bomb).is_none(), "neither inflates");
         for copy in [foreign, damaged, bomb] {
             let dir = tempfile::tempdir().unwrap();
             let engine = engine(dir.path());
