@@ -152,6 +152,7 @@ pub struct WalkCounts {
     pub unreadable_entries: u64,
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl WalkCounts {
     pub(crate) fn add(&mut self, other: WalkCounts) {
         self.skipped_dirs.extend(other.skipped_dirs);
