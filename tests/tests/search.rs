@@ -78,11 +78,14 @@ async fn symlinks_swapped_in_during_searches_are_never_followed() {
         symlink(out.join("d"), w.join("d")).unwrap();
         std::fs::rename(w.join("secret.rs"), w.join("secret.real")).unwrap();
         symlink(out.join("secret.rs"), w.join("secret.rs")).unwrap();
-        std::thread::yield_now();
+        // Each state held a moment, so the searches meet both (a bare yield
+        // left the real tree in place too briefly for a walk to list it).
+        std::thread::sleep(Duration::from_micros(300));
         std::fs::remove_file(w.join("d")).unwrap();
         std::fs::rename(w.join("d.real"), w.join("d")).unwrap();
         std::fs::remove_file(w.join("secret.rs")).unwrap();
         std::fs::rename(w.join("secret.real"), w.join("secret.rs")).unwrap();
+        std::thread::sleep(Duration::from_micros(300));
     });
     let (mut inside, mut listed) = (0, 0);
     for _ in 0..150 {
