@@ -87,6 +87,10 @@ async fn the_total_of_connections_is_answered_503_beyond() {
     for ip in [ATTACKER, OTHER, VICTIM] {
         held.push(slow_head(ip, server.addr).await.unwrap());
     }
+    // A connect completes in the kernel's backlog before the server accepts it:
+    // give the server a moment to take the three in, so the fourth is the one
+    // over the total (on a busy machine it was accepted first and served).
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let mut extra = tcp_from(VICTIM, server.addr).await.unwrap();
     // As a client would: a request, so the answer cannot be taken for a silent close.
     let head = format!("GET /mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", server.addr);
