@@ -15,8 +15,9 @@ pub struct Glob {
 
 impl Glob {
     /// Compile `pattern`; the error names it (empty, absolute, or the parser's
-    /// message).
+    /// message), or its length when longer than [`crate::MAX_PATTERN`].
     pub fn new(pattern: &str) -> Result<Self, String> {
+        crate::check_pattern_len("glob pattern", pattern)?;
         let trimmed = pattern.trim();
         let trimmed = trimmed.strip_prefix("./").unwrap_or(trimmed);
         if trimmed.is_empty() {
@@ -57,5 +58,9 @@ mod tests {
         assert!(Glob::new("").unwrap_err().contains("empty"));
         assert!(Glob::new("/etc/*").unwrap_err().contains("absolute"));
         assert!(Glob::new("[a-").unwrap_err().contains("invalid glob"));
+        let long = "*".repeat(crate::MAX_PATTERN + 1);
+        let err = Glob::new(&long).unwrap_err();
+        assert!(err.contains("65537 bytes") && err.contains("65536") && err.len() < 200, "{err}");
+        assert!(Glob::new(&"a".repeat(crate::MAX_PATTERN)).is_ok());
     }
 }

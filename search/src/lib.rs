@@ -65,15 +65,34 @@ pub const MAX_GREP_RESULTS: u32 = 2000;
 pub const MAX_CONTEXT: u32 = 20;
 /// Largest `max_results` of a find.
 pub const MAX_FIND_RESULTS: u32 = 5000;
+/// Longest regex or glob (bytes) a search compiles. Compiling costs about a
+/// hundred bytes of the host's memory per pattern byte, outside the call's
+/// memory cap: 64 KiB is ~14 MB at most, a 1 MiB pattern would be ~100 MB.
+pub const MAX_PATTERN: usize = 64 * 1024;
+
+/// Refuse a pattern longer than [`MAX_PATTERN`], naming what it is (`what`) and
+/// both lengths, without echoing it.
+#[cfg(any(feature = "rules", not(target_arch = "wasm32")))]
+pub(crate) fn check_pattern_len(what: &str, pattern: &str) -> Result<(), String> {
+    if pattern.len() > MAX_PATTERN {
+        return Err(format!(
+            "the {what} is {} bytes; at most {MAX_PATTERN} are compiled (search for a shorter part of it)",
+            pattern.len()
+        ));
+    }
+    Ok(())
+}
 
 #[cfg(not(target_arch = "wasm32"))]
 /// The regex `grep_files` searches with: `^`/`$` at line starts and ends (CRLF
-/// aware), `pattern` escaped when `literal`. The error is the parser's message.
+/// aware), `pattern` escaped when `literal`. The error is the parser's message,
+/// or names [`MAX_PATTERN`] when the pattern is longer.
 pub fn build_regex(
     pattern: &str,
     literal: bool,
     case_insensitive: bool,
 ) -> Result<regex::bytes::Regex, String> {
+    check_pattern_len("pattern", pattern)?;
     let pattern = if literal { regex::escape(pattern) } else { pattern.to_string() };
     regex::bytes::RegexBuilder::new(&pattern)
         .multi_line(true)

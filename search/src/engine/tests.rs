@@ -88,6 +88,31 @@ fn symlinks_planted_in_and_out_of_the_tree_are_not_followed() {
 }
 
 #[test]
+fn patterns_past_the_bound_are_refused_before_compiling_and_not_echoed() {
+    let (work, _outside) = setup(&[("a", b"x\n")]);
+    let w = work.path();
+    let long = "x".repeat(crate::MAX_PATTERN + 1);
+    for literal in [false, true] {
+        let req = GrepRequest { literal, ..grep_req(w, &long) };
+        let err = grep(w, &req, &Stop::default());
+        assert!(
+            matches!(&err, Err(SearchError::InvalidArgs(m)) if m.contains("65537 bytes") && m.len() < 200),
+            "{err:?}"
+        );
+    }
+    let req = GrepRequest { glob: Some(long.clone()), ..grep_req(w, "x") };
+    assert!(
+        matches!(grep(w, &req, &Stop::default()), Err(SearchError::InvalidArgs(m)) if m.contains("glob"))
+    );
+    assert!(
+        matches!(find(w, &find_req(w, &long), &Stop::default()), Err(SearchError::InvalidArgs(m)) if m.len() < 200)
+    );
+    // At the bound it is compiled and searched.
+    let at = run_grep(w, &grep_req(w, &"x".repeat(crate::MAX_PATTERN)));
+    assert_eq!(at.files_searched, 1);
+}
+
+#[test]
 fn a_root_outside_the_work_dir_is_refused() {
     let (work, outside) = setup(&[("a", b"x\n")]);
     let w = work.path();
