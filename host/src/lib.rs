@@ -65,6 +65,7 @@ pub use imports::fetch::{
     Lookup, NetGrant, NetworkSettings, Resolver, SystemResolver, TcpConnector,
 };
 pub use limits::Limits;
+pub use load::builtins::builtin_component;
 pub use load::capabilities::Requested;
 pub use load::inspect::{Inspection, inspect_bytes, inspect_file};
 pub use load::plugin::Plugin;

@@ -1,7 +1,7 @@
 //! `bench`: the figures in BENCHMARKS.md.
 //!
 //! ```text
-//! cargo bench -p toolhost-tests [-- noop|read|load|firstcall|list|grep|fetch|policy|shell|approval|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers|attacked|shape ...]
+//! cargo bench -p toolhost-tests [-- noop|read|floor|servestart|load|firstcall|list|grep|fetch|policy|shell|approval|examples|exec|hooks|edit|serve|typed|http|scale|oci|servers|attacked|shape ...]
 //! ```
 //!
 //! Each figure is the distribution of many runs on this machine; medians and
@@ -10,6 +10,7 @@
 
 mod attacked;
 mod firstcall;
+mod floor;
 mod oci;
 mod servers;
 mod shape;
@@ -25,6 +26,7 @@ use toolhost_tests::{
 };
 
 mod scale;
+mod servestart;
 
 fn main() {
     // `cargo bench` passes `--bench`; the rest names what to run (all if none).
@@ -57,6 +59,12 @@ fn main() {
     runtime.block_on(async {
         if wants("noop") {
             noop().await;
+        }
+        if wants("floor") {
+            floor::floor().await;
+        }
+        if wants("servestart") {
+            servestart::servestart().await;
         }
         if wants("read") {
             read_small().await;

@@ -46,6 +46,7 @@ mod refusals;
 mod scale_out;
 mod search;
 mod secrets_outside;
+mod serve_late;
 mod server_pins;
 mod shape;
 mod sigstore_interop;

@@ -50,7 +50,7 @@ fn stdio_target(work: &Path) -> String {
         "--work-dir",
         work.to_str().unwrap(),
         "--plugin",
-        HOSTILE_WASM,
+        toolhost_tests::precompiled(HOSTILE_WASM),
         "--fuel",
         NO_FUEL_LIMIT,
         "--timeout-ms",

@@ -443,7 +443,12 @@ async fn over_mcp_a_typed_result_is_structured_content_fitting_its_output_schema
     use rmcp::model::CallToolRequestParams;
     let work = tempfile::tempdir().unwrap();
     let mut cmd = tokio::process::Command::new(toolhost_tests::toolhost_bin());
-    cmd.arg("serve").arg("--work-dir").arg(work.path()).args(["--plugin", TEST_TYPED_WASM, "--mode", "yolo"]);
+    cmd.arg("serve").arg("--work-dir").arg(work.path()).args([
+        "--plugin",
+        toolhost_tests::precompiled(TEST_TYPED_WASM),
+        "--mode",
+        "yolo",
+    ]);
     cmd.env("TOOLHOST_CACHE_DIR", toolhost_tests::workspace_root().join("target").join("test-compile-cache"));
     cmd.env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir());
     cmd.env_remove("TOOLHOST_LOG").kill_on_drop(true);

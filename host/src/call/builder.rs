@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, watch};
 
 use crate::call::host::Host;
+use crate::call::late::{Deferred, Finish, Late};
 use crate::engine::{Engine, EngineSettings};
 use crate::error::LoadError;
 use crate::hooks::Hooks;
@@ -70,6 +71,7 @@ pub struct HostBuilder {
     plugin_exec: ExecGrant,
     data_dir: Option<PathBuf>,
     journal: bool,
+    background: bool,
 }
 
 enum PluginSource {
@@ -274,6 +276,18 @@ impl HostBuilder {
         self
     }
 
+    /// Compile in the background the components whose code the compile cache does
+    /// not hold (`serve` does; default off): [`HostBuilder::build`] returns once the
+    /// rest has loaded, after checking every component's pin and imports (a refusal
+    /// still fails the build), and their tools join when they are ready
+    /// ([`Host::tools_changed`], [`Host::plugins_settled`]). A call naming a tool that
+    /// is not there yet waits for them. Ignored with [`HostBuilder::allow_tools`],
+    /// whose names are checked against every tool at build.
+    pub fn compile_in_background(mut self, on: bool) -> Self {
+        self.background = on;
+        self
+    }
+
     /// Create the engine, load every plugin, register their tools.
     pub async fn build(mut self) -> Result<Host, LoadError> {
         // The policy's `[network] allow-private = true` is `--allow-private-network`.
@@ -323,9 +337,20 @@ impl HostBuilder {
         });
         let mut registry = Registry::new();
         let mut loaded = Vec::new();
+        let mut deferred = Vec::new();
+        let background = self.background && self.allow.is_none();
         for Source { name, bytes, grants, builtin, unstored } in self.sources().await? {
             let mut plugin = match builtin {
                 Some(builtin) => Plugin::load_builtin(&engine, &linker, builtin, &grants).await?,
+                None if background => {
+                    let sha256 = Plugin::preflight(&name, &bytes, &grants)?;
+                    if !engine.has_cached(&sha256) {
+                        deferred.push(Deferred { name, bytes, sha256, grants, unstored });
+                        continue;
+                    }
+                    let loaded = engine.component_tiered(&name, &bytes, &sha256)?;
+                    Plugin::from_component(&engine, &linker, &name, &bytes, sha256, loaded, &grants).await?
+                }
                 None => Plugin::load(&engine, &linker, &name, &bytes, &grants).await?,
             };
             // A remote component reaches the store only once it loaded: pin and imports checked.
@@ -411,7 +436,10 @@ impl HostBuilder {
             ),
         };
         let fetch = Arc::new(self.network.client());
-        let servers = (!policy.servers.is_empty()).then(|| {
+        // The tool list changes when a late plugin loads or a server's tools change.
+        let tools_version =
+            (!policy.servers.is_empty() || !deferred.is_empty()).then(|| watch::Sender::new(0u64));
+        let servers = tools_version.as_ref().filter(|_| !policy.servers.is_empty()).map(|version| {
             let settings = exec.settings();
             let host = crate::servers::HostSide {
                 work_dir: work_dir.clone(),
@@ -423,7 +451,19 @@ impl HostBuilder {
                 pins: data_dir.as_deref().map(crate::servers::pin::Pins::in_data_dir),
             };
             let max_message = self.limits.output_bytes.saturating_mul(2).max(1 << 20);
-            crate::servers::Servers::new(&policy.servers, &host, exec.clone(), fetch.clone(), max_message)
+            crate::servers::Servers::new(
+                &policy.servers,
+                &host,
+                exec.clone(),
+                fetch.clone(),
+                max_message,
+                version.clone(),
+            )
+        });
+        let late = tools_version.as_ref().filter(|_| !deferred.is_empty()).map(|version| {
+            let finish =
+                Finish { engine: engine.clone(), linker: linker.clone(), search, work_dir: work_dir.clone() };
+            Late::start(deferred, finish, version.clone())
         });
         let shown = &policy.builtins.reveal;
         let redacted_env: Vec<(String, String)> =
@@ -441,6 +481,8 @@ impl HostBuilder {
             base: Arc::new(registry.clone()),
             registry: RwLock::new((0, Arc::new(registry))),
             servers,
+            late,
+            tools_version,
             allow: self.allow.clone(),
             limits: self.limits,
             work_dir,

@@ -29,6 +29,12 @@ pub struct Host {
     pub(crate) registry: RwLock<(u64, Arc<Registry>)>,
     /// The policy's MCP servers (`None`: it names none).
     pub(crate) servers: Option<crate::servers::Servers>,
+    /// The plugins compiling in the background (`crate::call::late`; `None`: every
+    /// plugin loaded in the build).
+    pub(crate) late: Option<Arc<crate::call::late::Late>>,
+    /// Moves whenever the tool list may have changed: a late plugin loaded, a
+    /// server's tools changed (`None`: the list never changes).
+    pub(crate) tools_version: Option<tokio::sync::watch::Sender<u64>>,
     /// The allow-list of tool names, when one was given (servers' tools too).
     pub(crate) allow: Option<Vec<String>>,
     pub(crate) limits: Limits,

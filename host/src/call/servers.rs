@@ -1,6 +1,8 @@
-//! The host's MCP servers (`crate::servers`) as seen from the calls: their tools
-//! join the registry as they are listed, a call naming an unlisted server's tool
-//! starts that server first, and whoever serves the tools learns when they change.
+//! The tools that join after the build, as seen from the calls: the MCP servers'
+//! (`crate::servers`) as they are listed, a call naming an unlisted server's tool
+//! starting that server first, and the plugins compiled in the background
+//! (`super::late`), a call naming a tool nobody has yet waiting for them. Whoever
+//! serves the tools learns when they change.
 
 use std::sync::Arc;
 
@@ -10,22 +12,27 @@ use crate::load::registry::{Registry, Tool};
 use crate::servers::ServerReport;
 
 impl Host {
-    /// The registry with the servers' tools as listed now; rebuilt from the base
-    /// registry when a server's list changed since.
+    /// The registry with the late plugins and the servers' tools as they are now;
+    /// rebuilt from the base registry when either changed since.
     pub(crate) fn current_registry(&self) -> Arc<Registry> {
         let (made_at, registry) = self.registry.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let Some(servers) = &self.servers else { return registry };
-        let version = servers.version();
+        // Moved on after each change is in place (a plugin loaded, a server's list).
+        let version = self.tools_version.as_ref().map_or(0, |v| *v.borrow());
         if version == made_at {
             return registry;
         }
         let mut fresh = (*self.base).clone();
-        let mut tools = servers.tools();
-        if let Some(allow) = &self.allow {
-            tools.retain(|(spec, _)| allow.contains(&spec.name));
+        if let Some(late) = &self.late {
+            late.register_into(&mut fresh);
         }
-        for (name, why) in fresh.register_servers(tools) {
-            tracing::warn!(tool = %name, "an MCP server's tool is left out: {why}");
+        if let Some(servers) = &self.servers {
+            let mut tools = servers.tools();
+            if let Some(allow) = &self.allow {
+                tools.retain(|(spec, _)| allow.contains(&spec.name));
+            }
+            for (name, why) in fresh.register_servers(tools) {
+                tracing::warn!(tool = %name, "an MCP server's tool is left out: {why}");
+            }
         }
         let fresh = Arc::new(fresh);
         let mut slot = self.registry.write().unwrap_or_else(|e| e.into_inner());
@@ -42,14 +49,14 @@ impl Host {
         if let Some(tool) = self.registry().get(name) {
             return Ok(tool.clone());
         }
-        let Some(servers) = &self.servers else { return Err(unknown(name)) };
+        let Some(servers) = &self.servers else { return self.unknown_after_loads(name).await };
         for server in servers.unlisted_for(name) {
             servers.start(&server).await?;
             if let Some(tool) = self.registry().get(name) {
                 return Ok(tool.clone());
             }
         }
-        Err(unknown(name))
+        self.unknown_after_loads(name).await
     }
 
     /// Start every MCP server that is not running yet (what `serve --eager` does
@@ -73,14 +80,45 @@ impl Host {
         self.servers.as_ref()?.report(name).await
     }
 
-    /// A receiver that changes whenever an MCP server's tool list changes (`serve`
-    /// sends `notifications/tools/list_changed`); `None` without servers.
+    /// A receiver that changes whenever the tool list may have changed: a plugin
+    /// compiled in the background loaded, an MCP server's tool list changed (`serve`
+    /// sends `notifications/tools/list_changed`); `None` when the list never changes.
     pub fn tools_changed(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        self.servers.as_ref().map(|s| s.subscribe())
+        self.tools_version.as_ref().map(|v| v.subscribe())
     }
 }
 
-/// The `unknown_tool` error for `name`.
-fn unknown(name: &str) -> CallError {
-    crate::call::executor::unknown_tool(name)
+impl Host {
+    /// Wait until every plugin compiling in the background has loaded or failed;
+    /// the ones that failed, and why (empty when nothing was loading).
+    pub async fn plugins_settled(&self) -> Vec<(String, String)> {
+        match &self.late {
+            Some(late) => {
+                late.settled().await;
+                late.failures()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// `unknown_tool` for `name`, after the plugins still loading have settled (the
+    /// tool may be theirs); it names the plugins that failed to load.
+    pub(crate) async fn unknown_after_loads(&self, name: &str) -> Result<Arc<Tool>, CallError> {
+        let Some(late) = &self.late else { return Err(crate::call::executor::unknown_tool(name)) };
+        if late.settled().await
+            && let Some(tool) = self.registry().get(name)
+        {
+            return Ok(tool.clone());
+        }
+        let mut err = crate::call::executor::unknown_tool(name);
+        let failures = late.failures();
+        if !failures.is_empty() {
+            let names: Vec<&str> = failures.iter().map(|(plugin, _)| plugin.as_str()).collect();
+            err.message.push_str(&format!(
+                " (plugins that failed to load: {}; see the host's log)",
+                names.join(", ")
+            ));
+        }
+        Err(err)
+    }
 }

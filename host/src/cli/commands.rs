@@ -140,7 +140,7 @@ pub(crate) async fn serve(args: &HostArgs, serve: &super::ServeArgs) -> anyhow::
     let key = serve.state_key()?;
     // stdin is the protocol (or not a person's): nobody can be asked on it; the
     // client's user is asked instead, through the client.
-    let builder = serve.store(args.builder(false, true)?)?;
+    let builder = serve.store(args.builder(false, true)?)?.compile_in_background(!serve.eager);
     let host = std::sync::Arc::new(builder.build().await?);
     super::journal::warn_indeterminate(&host);
     if serve.eager {

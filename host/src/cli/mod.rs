@@ -321,8 +321,10 @@ pub(crate) struct ServeArgs {
     /// Seconds a client has to answer an approval question (default 300).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     approval_timeout: Option<u64>,
-    /// Start the policy's MCP servers before serving (default: at the first
-    /// tools/list or call that needs them).
+    /// Compile every plugin and start the policy's MCP servers before serving
+    /// (default: a plugin the compile cache lacks compiles in the background and
+    /// its tools are listed when ready, with tools/list_changed; a server starts at
+    /// the first tools/list or call that needs it).
     #[arg(long)]
     eager: bool,
 }

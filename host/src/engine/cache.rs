@@ -40,6 +40,11 @@ impl CompileCache {
         self.dir.join(format!("{sha256}.cwasm"))
     }
 
+    /// Whether an artifact for `sha256` is there (it may still fail to load).
+    pub(crate) fn has(&self, sha256: &str) -> bool {
+        self.path(sha256).is_file()
+    }
+
     /// The cached artifact for `sha256`, if there is one that loads.
     pub(crate) fn load(&self, engine: &wasmtime::Engine, sha256: &str) -> Option<Component> {
         let path = self.path(sha256);

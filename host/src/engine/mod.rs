@@ -165,6 +165,12 @@ impl Engine {
         self.tiers.optimize_later(&self.inner, self.cache.as_ref(), job);
     }
 
+    /// Whether the compile cache holds optimised code for `sha256` (not loaded
+    /// or checked: that is [`Engine::component`]'s).
+    pub(crate) fn has_cached(&self, sha256: &str) -> bool {
+        self.cache.as_ref().is_some_and(|cache| cache.has(sha256))
+    }
+
     /// The optimised code cached for `sha256` with this engine's settings, if any.
     fn cached(&self, sha256: &str) -> Option<LoadedComponent> {
         let component = self.cache.as_ref()?.load(&self.inner, sha256)?;

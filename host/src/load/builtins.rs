@@ -35,6 +35,13 @@ pub(crate) static ALL: &[Builtin] = &[
     builtin!("builtin:sys", "TOOLHOST_SYS"),
 ];
 
+/// The component of the builtin plugin `name` (`builtin:fs`, `builtin:web`,
+/// `builtin:sys`) as the binary carries it: to inspect it, host it elsewhere, or
+/// measure it against another embedder (the per-call floor in BENCHMARKS.md).
+pub fn builtin_component(name: &str) -> Option<&'static [u8]> {
+    ALL.iter().find(|b| b.name == name).map(|b| b.bytes)
+}
+
 /// The builtin plugin that starts programs (`terminal`, `git`): it alone gets the
 /// builtins' exec grant and variables.
 pub(crate) const EXEC_PLUGIN: &str = "builtin:sys";

@@ -76,11 +76,18 @@ impl Plugin {
         bytes: &[u8],
         grants: &PluginGrants,
     ) -> Result<Self, LoadError> {
+        let sha256 = Self::preflight(name, bytes, grants)?;
+        let loaded = engine.component_tiered(name, bytes, &sha256)?;
+        Self::from_component(engine, linker, name, bytes, sha256, loaded, grants).await
+    }
+
+    /// What [`Plugin::load`] checks before compiling: the sha256 of `bytes` (which
+    /// it returns) against the pin, the imports the bytes declare against `grants`.
+    pub(crate) fn preflight(name: &str, bytes: &[u8], grants: &PluginGrants) -> Result<String, LoadError> {
         let sha256 = hex::encode(Sha256::digest(bytes));
         check_identity(name, &sha256, grants)?;
         check_declared_imports(bytes, grants)?;
-        let loaded = engine.component_tiered(name, bytes, &sha256)?;
-        Self::from_component(engine, linker, name, bytes, sha256, loaded, grants).await
+        Ok(sha256)
     }
 
     /// Load a builtin plugin the binary carries: its sha256 was taken and its code

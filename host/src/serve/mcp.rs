@@ -10,8 +10,11 @@
 //!   client that finished `initialize` gets `notifications/tools/list_changed`.
 //!   On a 2026-07-28 request a client opens `subscriptions/listen` with
 //!   `toolsListChanged` instead and gets the same notifications on that stream.
-//!   `tools.listChanged` is advertised only when servers are configured: without
-//!   them the list never changes.
+//!   Plugins whose code the compile cache lacks are compiled in the background
+//!   (`crate::call::late`): `initialize` is answered at once and their tools
+//!   are listed, with the same notification, when they are ready.
+//!   `tools.listChanged` is advertised only when servers are configured or
+//!   plugins are compiling: otherwise the list never changes.
 //! - `tools/call`: one [`Host::execute`]. A tool's failure (unknown tool, bad
 //!   arguments, limits, cancellation) is a result with `isError: true` whose
 //!   text starts with the error code, never a JSON-RPC error: the model reads
@@ -181,8 +184,9 @@ impl Drop for AbortOnDrop {
 impl ServerHandler for ToolhostServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder().enable_tools();
-        // Only the MCP servers' tools ever change.
-        let capabilities = if self.host.has_servers() {
+        // Only the MCP servers' tools and the plugins compiling in the background
+        // ever change the list.
+        let capabilities = if self.host.tools_changed().is_some() {
             capabilities.enable_tool_list_changed().build()
         } else {
             capabilities.build()
@@ -193,7 +197,7 @@ impl ServerHandler for ToolhostServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // Forward the MCP servers' list changes to this client until it is gone.
+        // Forward the tool list's changes to this client until it is gone.
         let Some(mut changes) = self.host.tools_changed() else { return };
         let peer = context.peer;
         tokio::spawn(async move {

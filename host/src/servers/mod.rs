@@ -115,20 +115,20 @@ struct Entry {
 /// The servers of one host.
 pub(crate) struct Servers {
     servers: Vec<Entry>,
-    context: Arc<Context>,
 }
 
 impl Servers {
     /// Resolve `entries` (nothing starts). An entry that cannot be resolved here is
-    /// kept: its calls fail `server_failed` saying why.
+    /// kept: its calls fail `server_failed` saying why. `version` is the host's tool
+    /// version, moved on with every change of a server's list.
     pub(crate) fn new(
         entries: &[ServerEntry],
         host: &HostSide,
         exec: Arc<ExecRuntime>,
         fetch: Arc<FetchClient>,
         max_message: usize,
+        version: tokio::sync::watch::Sender<u64>,
     ) -> Self {
-        let (version, _) = tokio::sync::watch::channel(0);
         let context = Arc::new(Context { exec, fetch, max_message, version });
         let servers = entries
             .iter()
@@ -156,7 +156,7 @@ impl Servers {
                 Entry { server, redactor: Arc::new(Redactor::new(&granted)), open_world, timeout_ms }
             })
             .collect();
-        Self { servers, context }
+        Self { servers }
     }
 
     /// Whether the host has no servers.
@@ -222,16 +222,6 @@ impl Servers {
             }
         }
         out
-    }
-
-    /// The tool version: bumped on every change of a server's list.
-    pub(crate) fn version(&self) -> u64 {
-        *self.context.version.borrow()
-    }
-
-    /// Wait for tool list changes.
-    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.context.version.subscribe()
     }
 
     /// What `inspect` shows of the server `name`, after trying to start it.
