@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost::{CompilerTiers, Engine, EngineSettings, Host, Limits, ToolCall};
+use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{
     Component, ComponentExportIndex, ComponentType, InstancePre, Lift, Linker, Lower, ResourceTable,
 };
@@ -74,7 +75,21 @@ impl Embedder {
     fn new(engine: &wasmtime::Engine, component: &Component, work_dir: &Path) -> Self {
         let mut linker = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("wasi links");
-        linker.define_unknown_imports_as_traps(component).expect("other imports trap");
+        // toolhost's own imports (log, files, search): each function a trap.
+        for (name, item) in component.component_type().imports(engine) {
+            let ComponentItem::ComponentInstance(instance) = item.ty else { continue };
+            if !name.starts_with("toolhost:") {
+                continue;
+            }
+            let mut linked = linker.instance(name).expect("an instance");
+            for (func, item) in instance.exports(engine) {
+                if matches!(item.ty, ComponentItem::ComponentFunc(_)) {
+                    linked
+                        .func_new(func, |_, _, _, _| Err(wasmtime::Error::msg("not in the floor")))
+                        .expect("a trap");
+                }
+            }
+        }
         let pre = linker.instantiate_pre(component).expect("instantiate_pre");
         let (_, tools) = component.get_export(None, "toolhost:plugin/tools@0.1.0").expect("exports tools");
         let (_, call) = component.get_export(Some(&tools), "call").expect("exports call");
