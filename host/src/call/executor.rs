@@ -448,36 +448,16 @@ impl Host {
         };
         let params = crate::load::typed::convert::args(&func.params, args)
             .map_err(|why| CallError::new(codes::INVALID_ARGS, why))?;
-        let limits = plugin.limits();
-        let _slot = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(CallError::new(codes::CANCELLED, "")),
-            slot = self.call_slot() => slot,
-        };
-        let exec = self.exec_access(plugin, cancel, quota);
-        let tampering = exec.as_ref().map(crate::imports::exec::ExecAccess::tampering);
-        let spec = StoreSpec {
-            call_id,
-            fs: plugin.fs_access(self.work_dir(), !tool.read_only),
-            net: self.net_access(plugin),
-            exec,
-            fs_guard: self.fs_guard(quota),
-            limits,
-            deadline: Deadline::after(limits.deadline_for(tool.timeout_ms)),
-        };
-        let typed = slot.current();
-        let Some(export) = typed.exports.get(index) else {
-            return Err(CallError::new(codes::HOST_ERROR, "not a typed-export tool"));
-        };
-        let result =
-            sandbox::run_typed(&typed.prepared, spec, export, &params, func.result.is_some(), cancel).await;
-        if let Some(why) = tampering.and_then(|t| t.take()) {
-            return Err(CallError::new(codes::PERMISSION_DENIED, why));
-        }
-        if quota.tripped() {
-            return Err(crate::limits::quota_exceeded(quota));
-        }
-        let result = result?;
+        let returns = func.result.is_some();
+        let result = self
+            .in_sandbox(plugin, tool, call_id, cancel, quota, |spec| async move {
+                let typed = slot.current();
+                let Some(export) = typed.exports.get(index) else {
+                    return Err(CallError::new(codes::HOST_ERROR, "not a typed-export tool"));
+                };
+                sandbox::run_typed(&typed.prepared, spec, export, &params, returns, cancel).await
+            })
+            .await?;
         let rendered = crate::load::typed::render(result)?;
         let metadata =
             rendered.value.map(|value| Metadata::Text(serde_json::json!({ "result": value }).to_string()));
@@ -495,10 +475,40 @@ impl Host {
         cancel: &CancellationToken,
         quota: &Arc<WriteMeter>,
     ) -> Result<Parts, CallError> {
-        let limits = plugin.limits();
+        let crate::load::plugin::Exports::Tools(slot) = plugin.exports() else {
+            return Err(CallError::new(codes::HOST_ERROR, "not a toolhost:plugin tool"));
+        };
         let args_json = args.to_string();
-        // Waiting for a free instance slot is part of the call: cancellation
-        // ends the wait too.
+        let output = self
+            .in_sandbox(plugin, tool, call_id, cancel, quota, |spec| async move {
+                sandbox::run(&slot.current(), spec, &tool.name, &args_json, cancel).await
+            })
+            .await?;
+        // The metadata stays text here: it is bounded before anything parses it.
+        let metadata = output.metadata.map(Metadata::Text);
+        Ok(Parts { content: output.content, display: output.display, metadata })
+    }
+
+    /// What every component call shares: wait for an instance slot (cancellation
+    /// ends the wait too), build the call's [`StoreSpec`] (the work dir, read-only for
+    /// read-only tools; the plugin's network and exec access; its limits and the
+    /// tool's deadline), `run` with it, then answer for what happened around the
+    /// guest before its own result: a protected path a child changed (undone where
+    /// it could be: `permission_denied`), a write the quota stopped (`write_quota`,
+    /// whatever the guest made of the error).
+    async fn in_sandbox<'a, T, F>(
+        &'a self,
+        plugin: &'a Plugin,
+        tool: &ToolSpec,
+        call_id: &'a str,
+        cancel: &CancellationToken,
+        quota: &Arc<WriteMeter>,
+        run: impl FnOnce(StoreSpec<'a>) -> F,
+    ) -> Result<T, CallError>
+    where
+        F: std::future::Future<Output = Result<T, CallError>>,
+    {
+        let limits = plugin.limits();
         let _slot = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(CallError::new(codes::CANCELLED, "")),
@@ -515,22 +525,14 @@ impl Host {
             limits,
             deadline: Deadline::after(limits.deadline_for(tool.timeout_ms)),
         };
-        let crate::load::plugin::Exports::Tools(slot) = plugin.exports() else {
-            return Err(CallError::new(codes::HOST_ERROR, "not a toolhost:plugin tool"));
-        };
-        let output = sandbox::run(&slot.current(), spec, &tool.name, &args_json, cancel).await;
-        // A child changed a protected path (undone where it could be).
+        let result = run(spec).await;
         if let Some(why) = tampering.and_then(|t| t.take()) {
             return Err(CallError::new(codes::PERMISSION_DENIED, why));
         }
-        // The quota stopped a write: whatever the guest made of the error.
         if quota.tripped() {
             return Err(crate::limits::quota_exceeded(quota));
         }
-        let output = output?;
-        // The metadata stays text here: it is bounded before anything parses it.
-        let metadata = output.metadata.map(Metadata::Text);
-        Ok(Parts { content: output.content, display: output.display, metadata })
+        result
     }
 }
 

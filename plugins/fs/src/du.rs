@@ -4,7 +4,7 @@ use std::fs;
 
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes, quote_name};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name};
 
 use crate::walk::{Kind, Walk};
 
@@ -68,25 +68,14 @@ struct Tally {
 
 /// Run `disk_usage`.
 pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
-    if !(1..=MAX_ENTRIES).contains(&args.max_entries) {
-        return Err(ToolError::invalid_args(format!(
-            "max_entries must be between 1 and {MAX_ENTRIES}, not {}",
-            args.max_entries
-        )));
-    }
-    let root = ctx.resolve(&args.path)?;
-    let shown = ctx.show(&root);
-    let meta = fs::metadata(&root).map_err(|e| ctx.io_error(&e, &root))?;
-    if !meta.is_dir() {
-        return Err(ToolError::new(
-            codes::NOT_A_DIRECTORY,
-            format!(
-                "{shown} is a file of {} ({} bytes); disk_usage measures the entries of a directory",
-                crate::human_size(meta.len()),
-                meta.len()
-            ),
-        ));
-    }
+    crate::in_range("max_entries", args.max_entries, MAX_ENTRIES)?;
+    let (root, shown) = crate::resolve_dir_saying(ctx, &args.path, |shown, meta| {
+        format!(
+            "{shown} is a file of {} ({} bytes); disk_usage measures the entries of a directory",
+            crate::human_size(meta.len()),
+            meta.len()
+        )
+    })?;
     let mut walk = Walk::everything(&root, usize::MAX).map_err(|e| ctx.io_error(&e, &root))?;
     let mut tally = measure(&mut walk, MAX_WALK);
     tally.entries.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
@@ -194,6 +183,7 @@ fn row(bytes: u64, name: &str) -> String {
 mod tests {
     use super::*;
     use std::path::Path;
+    use toolhost_guest::codes;
 
     fn setup() -> (tempfile::TempDir, Context) {
         crate::test_work_dir()

@@ -73,9 +73,7 @@ fn default_max() -> usize {
 
 /// Run `grep_files`.
 pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
-    if !(1..=MAX_MAX).contains(&args.max_results) {
-        return Err(ToolError::invalid_args(format!("max_results must be between 1 and {MAX_MAX}")));
-    }
+    crate::in_range("max_results", args.max_results, MAX_MAX)?;
     if args.before > MAX_CONTEXT || args.after > MAX_CONTEXT {
         return Err(ToolError::invalid_args(format!(
             "before and after must be between 0 and {MAX_CONTEXT} (got before={}, after={})",

@@ -87,13 +87,23 @@ pub(crate) fn resolve_dir(
     ctx: &toolhost_guest::Context,
     path: &str,
 ) -> Result<(std::path::PathBuf, String), toolhost_guest::ToolError> {
+    resolve_dir_saying(ctx, path, |shown, _| format!("{shown} is not a directory"))
+}
+
+/// [`resolve_dir`], saying what `why` makes of the path as shown and what it is
+/// when it is not a directory.
+pub(crate) fn resolve_dir_saying(
+    ctx: &toolhost_guest::Context,
+    path: &str,
+    why: impl FnOnce(&str, &std::fs::Metadata) -> String,
+) -> Result<(std::path::PathBuf, String), toolhost_guest::ToolError> {
     let root = ctx.resolve(path)?;
     let shown = ctx.show(&root);
     let meta = std::fs::metadata(&root).map_err(|e| ctx.io_error(&e, &root))?;
     if !meta.is_dir() {
         return Err(toolhost_guest::ToolError::new(
             toolhost_guest::codes::NOT_A_DIRECTORY,
-            format!("{shown} is not a directory"),
+            why(&shown, &meta),
         ));
     }
     Ok((root, shown))

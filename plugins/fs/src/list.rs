@@ -4,7 +4,7 @@ use std::fs;
 
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_guest::{Context, JsonSchema, Output, ToolError, codes, quote_name};
+use toolhost_guest::{Context, JsonSchema, Output, ToolError, quote_name};
 
 use crate::walk::{Entry, Kind, Walk};
 
@@ -46,21 +46,10 @@ fn one() -> usize {
 
 /// Run `list_dir`.
 pub fn run(args: Args, ctx: &Context) -> Result<Output, ToolError> {
-    if !(1..=MAX_DEPTH).contains(&args.depth) {
-        return Err(ToolError::invalid_args(format!(
-            "depth must be between 1 and {MAX_DEPTH}, not {}",
-            args.depth
-        )));
-    }
-    let root = ctx.resolve(&args.path)?;
-    let shown = ctx.show(&root);
-    let meta = fs::metadata(&root).map_err(|e| ctx.io_error(&e, &root))?;
-    if !meta.is_dir() {
-        return Err(ToolError::new(
-            codes::NOT_A_DIRECTORY,
-            format!("{shown} is not a directory; use read_file to read a file"),
-        ));
-    }
+    crate::in_range("depth", args.depth, MAX_DEPTH)?;
+    let (root, shown) = crate::resolve_dir_saying(ctx, &args.path, |shown, _| {
+        format!("{shown} is not a directory; use read_file to read a file")
+    })?;
     let mut walk = Walk::with_ignored(&root, args.depth, args.include_ignored, ctx.work_dir()?)
         .map_err(|e| ctx.io_error(&e, &root))?;
 
@@ -132,6 +121,7 @@ fn entry_line(entry: &Entry) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolhost_guest::codes;
 
     fn setup() -> (tempfile::TempDir, Context) {
         crate::test_work_dir()

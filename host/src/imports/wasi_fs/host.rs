@@ -42,6 +42,12 @@ struct DirHandle {
     open_mode: OpenMode,
 }
 
+/// The operations on two paths.
+enum TwoPaths {
+    Link,
+    Rename,
+}
+
 impl GuardedFs<'_> {
     fn dir(&mut self, fd: &Resource<Descriptor>) -> FsResult<DirHandle> {
         match self.view.table.get(fd)? {
@@ -144,6 +150,46 @@ impl GuardedFs<'_> {
         if parent.temporary {
             let _ = self.view.table.delete(parent.res);
         }
+    }
+
+    /// `op` from `old` (a handle, a path, whether its last symlink is followed) to
+    /// `new`, each side checked like any change (nothing beneath a protected path) and
+    /// run on the parents the host opened.
+    async fn change_two(
+        &mut self,
+        op: TwoPaths,
+        (fd, old_path, follow): (&Resource<Descriptor>, &str, bool),
+        (new_fd, new_path): (&Resource<Descriptor>, &str),
+    ) -> FsResult<()> {
+        let (old, old_dir) = self.target_for_change(fd, old_path, follow)?;
+        let (new, new_dir) = self.target_for_change(new_fd, new_path, false)?;
+        let (old_parent, old_name) = self.push_parent(fd, old, &old_dir)?;
+        let done = match self.push_parent(new_fd, new, &new_dir) {
+            Ok((new_parent, new_name)) => {
+                let (from, to) = (old_parent.borrow(), new_parent.borrow());
+                let done = match op {
+                    TwoPaths::Link => {
+                        HostDescriptor::link_at(
+                            &mut self.view,
+                            from,
+                            PathFlags::empty(),
+                            old_name,
+                            to,
+                            new_name,
+                        )
+                        .await
+                    }
+                    TwoPaths::Rename => {
+                        HostDescriptor::rename_at(&mut self.view, from, old_name, to, new_name).await
+                    }
+                };
+                self.drop_parent(new_parent);
+                done
+            }
+            Err(e) => Err(e),
+        };
+        self.drop_parent(old_parent);
+        done
     }
 
     async fn open_checked(
@@ -428,28 +474,7 @@ impl HostDescriptor for GuardedFs<'_> {
     ) -> FsResult<()> {
         // A hard link to a protected file would be a second way to write it.
         let follow = old_path_flags.contains(PathFlags::SYMLINK_FOLLOW);
-        let (old, old_dir) = self.target_for_change(&fd, &old_path, follow)?;
-        let (new, new_dir) = self.target_for_change(&new_descriptor, &new_path, false)?;
-        let (old_parent, old_name) = self.push_parent(&fd, old, &old_dir)?;
-        let new_parent = self.push_parent(&new_descriptor, new, &new_dir);
-        let done = match new_parent {
-            Ok((new_parent, new_name)) => {
-                let done = HostDescriptor::link_at(
-                    &mut self.view,
-                    old_parent.borrow(),
-                    PathFlags::empty(),
-                    old_name,
-                    new_parent.borrow(),
-                    new_name,
-                )
-                .await;
-                self.drop_parent(new_parent);
-                done
-            }
-            Err(e) => Err(e),
-        };
-        self.drop_parent(old_parent);
-        done
+        self.change_two(TwoPaths::Link, (&fd, &old_path, follow), (&new_descriptor, &new_path)).await
     }
 
     async fn open_at(
@@ -493,26 +518,7 @@ impl HostDescriptor for GuardedFs<'_> {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        let (old, old_dir) = self.target_for_change(&fd, &old_path, false)?;
-        let (new, new_dir) = self.target_for_change(&new_fd, &new_path, false)?;
-        let (old_parent, old_name) = self.push_parent(&fd, old, &old_dir)?;
-        let done = match self.push_parent(&new_fd, new, &new_dir) {
-            Ok((new_parent, new_name)) => {
-                let done = HostDescriptor::rename_at(
-                    &mut self.view,
-                    old_parent.borrow(),
-                    old_name,
-                    new_parent.borrow(),
-                    new_name,
-                )
-                .await;
-                self.drop_parent(new_parent);
-                done
-            }
-            Err(e) => Err(e),
-        };
-        self.drop_parent(old_parent);
-        done
+        self.change_two(TwoPaths::Rename, (&fd, &old_path, false), (&new_fd, &new_path)).await
     }
 
     async fn symlink_at(
