@@ -458,3 +458,50 @@ fn the_architecture_page_is_one_page_and_true() {
     }
     assert!(problems.is_empty(), "ARCHITECTURE.md:\n{}", problems.join("\n"));
 }
+
+/// The library's surface is named items: `lib.rs` declares a public module only when
+/// the module is an API of its own and says so in its doc ("public module"), such a
+/// module re-exports its items flat (no public module beneath it), and the binary
+/// names the library at most one module deep (`toolhost::Item`, `toolhost::oci::Item`).
+#[test]
+fn the_library_surface_is_flat_and_the_binary_uses_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = code(&src.join("lib.rs"));
+    let mut problems = Vec::new();
+    let public = Regex::new(r"(?m)^pub mod (\w+);").unwrap();
+    let nested = Regex::new(r"(?m)^pub mod (\w+)").unwrap();
+    let mut seen = 0;
+    for name in public.captures_iter(&lib).map(|c| c[1].to_string()) {
+        seen += 1;
+        let file = [src.join(&name).join("mod.rs"), src.join(format!("{name}.rs"))]
+            .into_iter()
+            .find(|f| f.is_file())
+            .unwrap_or_else(|| panic!("no file for `pub mod {name}`"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        let doc: String = text.lines().take_while(|l| l.starts_with("//!")).collect::<Vec<_>>().join("\n");
+        if !doc.contains("public module") {
+            problems
+                .push(format!("lib.rs: `pub mod {name}` without its doc saying why it is a public module"));
+        }
+        for inner in nested.captures_iter(&code(&file)) {
+            problems.push(format!("{name}: `pub mod {}` (re-export its items instead)", &inner[1]));
+        }
+    }
+    assert!(seen > 0, "lib.rs read: no public module at all is unlikely");
+    let deep = Regex::new(r"toolhost::[a-z_]+::[a-z_]+::").unwrap();
+    let mut files = vec![src.join("main.rs")];
+    rust_files(&src.join("cli"), &mut files);
+    for file in files {
+        for (n, line) in code(&file).lines().enumerate() {
+            if let Some(m) = deep.find(line) {
+                problems.push(format!(
+                    "{}:{}: `{}` reaches into the library",
+                    file.display(),
+                    n + 1,
+                    m.as_str()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -605,7 +605,7 @@ async fn shell() {
 /// rendering a question's parts (arguments, reason, rule: quoted, escaped, bounded)
 /// for a plain call and a hostile one.
 async fn approval() {
-    use toolhost::policy::shown::{ShownRequest, unredacted};
+    use toolhost::policy::{ShownRequest, unredacted};
     let dir = tempfile::tempdir().expect("tempdir");
     let odd = "docs/odd name, [draft] {v2} *\\x?.md";
     let calls = [

@@ -355,11 +355,11 @@ pub(crate) fn copy_manifest(registry: &Registry, repo: &str, from: &str, to: &st
 /// Replace the signature image of `digest` with one whose payload names another
 /// repository, keeping the signature made over the original payload.
 pub(crate) fn tamper_payload(registry: &Registry, repo: &str, digest: &str) {
-    use toolhost::oci::sign::signature_image;
+    use toolhost::oci::signature_image;
     let client = client(registry, repo);
     let pinned = toolhost::oci::OciRef::parse(&format!("oci://{}/{repo}@{digest}", registry.host())).unwrap();
     block_on(async {
-        let mut layers = toolhost::oci::pull::fetch_signatures(&client, digest, &pinned).await.unwrap();
+        let mut layers = toolhost::oci::fetch_signatures(&client, digest, &pinned).await.unwrap();
         assert_eq!(layers.len(), 1);
         let payload = String::from_utf8(layers[0].payload_bytes().unwrap()).unwrap();
         let changed = payload.replace(repo, "t/elsewhere");

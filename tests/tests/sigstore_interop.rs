@@ -91,8 +91,8 @@ fn sigstore_public_key(key: &str, password: &str) -> String {
 }
 
 /// A PEM public key as toolhost reads it (PEM line endings and wrapping aside).
-fn same_key(pem: &str) -> toolhost::oci::keys::PublicKey {
-    toolhost::oci::keys::PublicKey::from_pem(pem).unwrap_or_else(|e| panic!("{e}: {pem}"))
+fn same_key(pem: &str) -> toolhost::oci::PublicKey {
+    toolhost::oci::PublicKey::from_pem(pem).unwrap_or_else(|e| panic!("{e}: {pem}"))
 }
 
 fn read(path: &str) -> String {

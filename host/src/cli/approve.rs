@@ -3,14 +3,14 @@
 //! terminals; otherwise the host has no approver and such calls are denied. The
 //! question is three lines the host starts; what the call chose (its arguments, the
 //! rule made from them) is quoted, escaped and bounded on them
-//! ([`toolhost::policy::shown`]): no newline, escape sequence or control character
+//! ([`toolhost::policy::ShownRequest`]): no newline, escape sequence or control character
 //! of the model's reaches the terminal.
 
 use std::future::Future;
 use std::io::{BufRead, IsTerminal, Write};
 use std::pin::Pin;
 
-use toolhost::policy::shown::{self, ShownRequest};
+use toolhost::policy::{ShownRequest, unredacted};
 use toolhost::{Approval, ApprovalRequest, Approver};
 
 /// Asks on stderr, reads the answer from stdin.
@@ -41,7 +41,7 @@ impl Approver for TerminalApprover {
 /// Show `request` on `output` and read answers from `input` until one is valid;
 /// end of input denies.
 pub(crate) fn ask(input: &mut impl BufRead, output: &mut impl Write, request: &ApprovalRequest) -> Approval {
-    let ShownRequest { tool, plugin, args, reason, rule } = ShownRequest::new(request, &shown::unredacted);
+    let ShownRequest { tool, plugin, args, reason, rule } = ShownRequest::new(request, &unredacted);
     let _ = writeln!(output, "\ntoolhost: {tool} ({plugin}) wants to run: {args}");
     let _ = writeln!(output, "  why asked: {reason}");
     loop {

@@ -219,9 +219,9 @@ fn policy_json(policy: &toolhost::Policy, work_dir: &Path) -> Value {
         .files
         .iter()
         .map(|file| {
-            let inside = toolhost::policy::sources::inside(file, &work);
+            let inside = toolhost::policy::inside(file, &work);
             let bytes = toolhost::hostfs::read_text(file, toolhost::policy::MAX_POLICY_BYTES).ok().flatten();
-            let sha256 = bytes.map(|t| toolhost::policy::trust::sha256_hex(t.as_bytes()));
+            let sha256 = bytes.map(|t| toolhost::policy::sha256_hex(t.as_bytes()));
             let trusted = config.as_ref().and_then(|c| c.trusted(file));
             let trust = match (inside, &sha256) {
                 (false, _) => "outside the work dir (yours)",

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use serde_json::json;
-use toolhost::policy::config::ConfigSource;
+use toolhost::policy::ConfigSource;
 use toolhost::policy::{POLICY_FILE, PluginEntry, PluginEntryDraft, plugin_entry_toml};
 use toolhost::{
     Engine, EngineSettings, ExecGrant, FsGrant, GrantSource, HostPattern, Inspection, Limits, PluginGrants,
@@ -187,7 +187,7 @@ pub(crate) async fn examine(
     grants.config = args
         .config()
         .into_iter()
-        .map(|(key, source)| toolhost::policy::config::ConfigValue {
+        .map(|(key, source)| toolhost::policy::ConfigValue {
             from_env: match &source {
                 ConfigSource::Env { env } => Some(env.clone()),
                 ConfigSource::Literal(_) => None,

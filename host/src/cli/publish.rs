@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use toolhost::oci::artifact::{ComponentInfo, build};
-use toolhost::oci::keys::SigningKey;
-use toolhost::oci::{OciRef, push};
+use toolhost::oci::OciRef;
+use toolhost::oci::SigningKey;
+use toolhost::oci::{ComponentInfo, build_artifact};
 use toolhost::{Engine, EngineSettings};
 
 use super::registry::{RegistryArgs, password, signing_key};
@@ -110,9 +110,9 @@ pub(crate) async fn publish(args: &PublishArgs) -> anyhow::Result<ExitCode> {
     let report = toolhost::inspect_bytes(&engine, &args.file.display().to_string(), &component, None).await?;
     let key = args.key.as_deref().map(signing_key).transpose()?;
     let info = ComponentInfo { imports: report.imports.clone(), exports: report.exports.clone() };
-    let artifact = build(&component, info, &created())?;
+    let artifact = build_artifact(&component, info, &created())?;
     let client = args.registry.client(&reference)?;
-    let published = push::publish(&client, &reference, &component, &artifact, key.as_ref()).await?;
+    let published = toolhost::oci::publish(&client, &reference, &component, &artifact, key.as_ref()).await?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "published {}", published.reference)?;
     writeln!(out, "component sha256: {}", report.sha256)?;

@@ -89,8 +89,8 @@ pub(crate) fn password(prompt: &str, confirm: bool) -> anyhow::Result<Vec<u8>> {
 
 /// Read the signing key at `path` (cosign's encrypted PEM): the empty password first
 /// (a key made with --no-password), then TOOLHOST_KEY_PASSWORD or the terminal.
-pub(crate) fn signing_key(path: &Path) -> anyhow::Result<toolhost::oci::keys::SigningKey> {
-    use toolhost::oci::keys::SigningKey;
+pub(crate) fn signing_key(path: &Path) -> anyhow::Result<toolhost::oci::SigningKey> {
+    use toolhost::oci::SigningKey;
     let text = read_small_text(path)?;
     if std::env::var_os(PASSWORD_ENV).is_none()
         && let Ok(key) = SigningKey::from_encrypted_pem(&text, b"")

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use toolhost::oci::keyless::TrustedRoot;
-use toolhost::oci::keys::PublicKey;
-use toolhost::oci::pull::{Pulled, fetch_pinned_url, from_store, pull};
+use toolhost::oci::PublicKey;
+use toolhost::oci::TrustedRoot;
 use toolhost::oci::{Identity, OciRef, TrustSet};
+use toolhost::oci::{Pulled, fetch_pinned_url, from_store, pull};
 use toolhost::policy::{EntrySource, PluginEntry, RemoteDraft};
 use toolhost::{Engine, EngineSettings, Policy};
 
@@ -65,7 +65,7 @@ impl SignerArgs {
             trust.identities.push(Identity { subject: subject.clone(), issuer: issuer.clone() });
             draft.identities.push((subject.clone(), issuer.clone()));
             draft.trusted_root =
-                Some((args.file_source(root)?, toolhost::policy::trust::sha256_hex(bytes.as_bytes())));
+                Some((args.file_source(root)?, toolhost::policy::sha256_hex(bytes.as_bytes())));
         }
         if trust.is_empty() {
             bail!(

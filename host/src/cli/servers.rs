@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use toolhost::policy::servers::ServerTransport;
+use toolhost::policy::ServerTransport;
 use toolhost::policy::{POLICY_FILE, ServerEntryDraft, ServerPinDraft, server_entry_toml, with_server_pin};
 use toolhost::server_command::{Bounds, Manifest, Pins};
 use toolhost::{FsGrant, Host, HostPattern, Policy, ServerReport};

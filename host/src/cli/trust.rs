@@ -39,7 +39,7 @@ pub(crate) fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
     // Only a file the host can read back is worth trusting.
     let policy = Policy::parse(&text, &path)?;
     let config = config_dir()?;
-    let sha = toolhost::policy::trust::sha256_hex(text.as_bytes());
+    let sha = toolhost::policy::sha256_hex(text.as_bytes());
     config.trust(&path, &sha).with_context(|| format!("recording trust in {}", config.root().display()))?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "trusted {} (sha256 {sha})", path.display())?;
@@ -58,7 +58,7 @@ pub(crate) fn run(args: &TrustArgs) -> anyhow::Result<ExitCode> {
 /// new hash in, when the file lies inside the work dir.
 pub(crate) fn before_rewrite(path: &Path, work_dir: &Path) -> anyhow::Result<Option<ConfigDir>> {
     let work_dir = work_dir.canonicalize().with_context(|| format!("{}", work_dir.display()))?;
-    if !toolhost::policy::sources::inside(path, &work_dir) {
+    if !toolhost::policy::inside(path, &work_dir) {
         return Ok(None);
     }
     let config = config_dir()?;

@@ -10,7 +10,7 @@
 //! - Where: `DATA_DIR/journal/<16 hex of sha256(canonical work dir)>/journal.jsonl`,
 //!   outside the work dir, the directory 0700 and the file 0600, never followed
 //!   through a symlink. One file per work dir, shared by every host on it.
-//! - What: JSON lines ([`record`]). A `begin` names the tool, the call id, the
+//! - What: JSON lines (`record`: [`Begin`], [`Settle`]). A `begin` names the tool, the call id, the
 //!   arguments' sha256, a bounded redacted preview and the paths they name; a
 //!   `settle`, the outcome's code, the bytes written and the duration.
 //! - Durable: each record is one `write` to an `O_APPEND` file, under one lock, so
@@ -22,9 +22,11 @@
 //!   and the indeterminate effects of earlier runs (at most [`MAX_CARRIED`]) copied
 //!   over, so rotation forgets only settled calls.
 //! - Read-only tools are not journaled: they change nothing.
+//!
+//! A public module: reading a journal (`toolhost journal`) is an API of its own.
 
 mod describe;
-pub mod record;
+mod record;
 
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -11,20 +11,18 @@ use super::OciError;
 use super::registry::digest_of;
 
 /// The config media type of a wasm artifact.
-pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
+pub(crate) const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 /// The layer media type of a component.
-pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
+pub(crate) const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 /// The layer media type older tools (wasm-to-oci) push.
-pub const LEGACY_WASM_LAYER_MEDIA_TYPE: &str = "application/vnd.wasm.content.layer.v1+wasm";
+pub(crate) const LEGACY_WASM_LAYER_MEDIA_TYPE: &str = "application/vnd.wasm.content.layer.v1+wasm";
 /// An OCI image manifest.
-pub const OCI_MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
-/// An OCI image index (several manifests): refused.
-pub const OCI_INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
+pub(crate) const OCI_MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
 
 /// The config blob of a wasm artifact.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
-pub struct WasmConfig {
+pub(crate) struct WasmConfig {
     /// When it was pushed (RFC 3339).
     pub created: String,
     /// Always `wasm`.
@@ -37,7 +35,7 @@ pub struct WasmConfig {
     pub component: ComponentInfo,
 }
 
-/// The `component` part of a [`WasmConfig`].
+/// The `component` part of a `WasmConfig`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct ComponentInfo {
     /// Its imports (`wasi:cli/environment@0.2.6`, …).

@@ -46,7 +46,7 @@ const ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
 /// The Fulcio issuer extension, v1 (raw bytes).
 const ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
 /// Largest trusted root file read.
-pub const MAX_TRUSTED_ROOT_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_TRUSTED_ROOT_BYTES: u64 = 1 << 20;
 
 /// A keyless signer: the certificate's subject (an email address or a URI) and the
 /// OIDC issuer that vouched for it; both must match exactly.

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::OciError;
 
 /// The PEM label cosign 2 writes (and `containers/image` requires).
-pub const PRIVATE_KEY_LABEL: &str = "ENCRYPTED SIGSTORE PRIVATE KEY";
+pub(crate) const PRIVATE_KEY_LABEL: &str = "ENCRYPTED SIGSTORE PRIVATE KEY";
 /// The label older cosign versions wrote (read, never written).
 const LEGACY_PRIVATE_KEY_LABEL: &str = "ENCRYPTED COSIGN PRIVATE KEY";
 /// cosign's scrypt cost: N = 2^15, r = 8, p = 1.

@@ -3,27 +3,27 @@
 //!
 //! The path of a pull, and the module of each step:
 //!
-//! 1. [`reference`](mod@reference): `oci://HOST[:PORT]/REPO[:TAG][@sha256:…]`; the registry is always
+//! 1. `reference`: `oci://HOST[:PORT]/REPO[:TAG][@sha256:…]`; the registry is always
 //!    named.
 //! 2. `transport`: reqwest configured by hand — every hop vetted with the pinned fetch's
 //!    checks, names resolved through a vetting resolver, redirects followed by us, no
 //!    proxy, no referer, ring-backed rustls (the webpki roots, plus a CA file only when
-//!    the user names one: [`roots`]), timeouts, bounded bodies. Only the registry
+//!    the user names one: `roots`), timeouts, bounded bodies. Only the registry
 //!    named (host and port) may be on a private address; `--plain-http` only for a
 //!    loopback registry.
-//! 3. [`auth`]: anonymous, basic or bearer; the docker login file only when asked for;
+//! 3. `auth`: anonymous, basic or bearer; the docker login file only when asked for;
 //!    credentials only ever sent to the registry's own origin.
 //! 4. `registry`: manifests (digest checked), blobs (size bounded before they are asked
 //!    for, then size and digest checked), uploads.
-//! 5. [`artifact`]: exactly one `application/wasm` layer; an index or an image is refused.
-//! 6. [`sign`], [`keys`], [`verify`], [`keyless`]: cosign's signature images
+//! 5. `artifact`: exactly one `application/wasm` layer; an index or an image is refused.
+//! 6. `sign`, `keys`, `verify`, `keyless`: cosign's signature images
 //!    (`sha256-<digest>.sig`, simple signing payloads), P-256 keys in cosign's
 //!    encrypted format, key-based and keyless (Fulcio certificate + Rekor bundle against
 //!    a trusted root file, offline) verification.
-//! 7. [`store`]: the verified bytes under the cache dir, by digest; a hit is hashed and
+//! 7. `store`: the verified bytes under the cache dir, by digest; a hit is hashed and
 //!    its signatures verified again each time.
 //!
-//! [`pull::pull`] and [`push::publish`] put the steps together; every refusal is an
+//! [`pull()`] and [`publish`] put the steps together; every refusal is an
 //! [`OciError`] whose code (`signature_missing`, `digest_mismatch`, `too_large`, …) is
 //! stable.
 //!
@@ -56,30 +56,44 @@
 //! (`tests/tests/sigstore_interop.rs`, driving `tests/sigstore-peer`), OpenSSL and
 //! skopeo (`tests/tests/oci.rs`), and a Fulcio/Rekor-like CA and log made with rcgen
 //! (`keyless_tests.rs`).
+//!
+//! # Why a public module
+//!
+//! Pulling, verifying, signing and publishing are an API of their own beside the host
+//! (`toolhost pull`, `publish`, `update` use them): its items are re-exported here,
+//! flat; its files are private.
 
-pub mod artifact;
-pub mod auth;
-pub mod bundle;
+pub(crate) mod artifact;
+pub(crate) mod auth;
+pub(crate) mod bundle;
 mod error;
-pub mod keyless;
-pub mod keys;
-pub mod pull;
-pub mod push;
-pub mod reference;
+pub(crate) mod keyless;
+pub(crate) mod keys;
+pub(crate) mod pull;
+pub(crate) mod push;
+pub(crate) mod reference;
 mod registry;
-pub mod roots;
+pub(crate) mod roots;
 mod sct;
-pub mod sign;
-pub mod store;
+pub(crate) mod sign;
+pub(crate) mod store;
 mod tlog;
 mod transport;
-pub mod verify;
+pub(crate) mod verify;
 
+pub use artifact::{Artifact, ComponentInfo, build as build_artifact};
 pub use auth::Credentials;
+pub use bundle::{Artifact as BundleArtifact, BundleSigner, MAX_BUNDLE_BYTES, verify_bundle};
 pub use error::OciError;
 pub use keyless::Identity;
+pub use keyless::TrustedRoot;
+pub use keys::{PublicKey, SigningKey};
+pub use pull::{Pulled, fetch_pinned_url, fetch_signatures, from_store, pull};
+pub use push::{Published, publish};
 pub use reference::OciRef;
 pub use registry::{RegistryClient, digest_of};
+pub use roots::REGISTRY_CA_ENV;
+pub use sign::{SignatureLayer, payload, signature_image};
 pub use store::Store;
 pub use transport::{DEFAULT_MAX_LAYER_BYTES, MAX_MANIFEST_BYTES, RegistrySettings};
 pub use verify::{TrustSet, Verified};

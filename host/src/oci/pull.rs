@@ -202,7 +202,7 @@ pub async fn fetch_signatures(
 
 /// The component at a pinned `https://` URL: from the store when there, else fetched
 /// (vetted like registry traffic; the URL's own host is the exempt one) and checked
-/// against `sha256` (hex); kept by [`Unstored::keep`] once the caller admits it.
+/// against `sha256` (hex); kept by `Unstored::keep` once the caller admits it.
 pub async fn fetch_pinned_url(
     url: &url::Url,
     sha256: &str,
@@ -236,7 +236,7 @@ pub async fn fetch_pinned_url(
 /// The component of a policy entry pinned to a manifest digest: from the store
 /// (verified again), else pulled by that digest with the `credentials` (asked for only
 /// then) and verified; kept by [`Unstored::keep`] once the caller admits it.
-pub async fn load_pinned(
+pub(crate) async fn load_pinned(
     reference: &OciRef,
     signers: Option<&TrustSet>,
     settings: RegistrySettings,

@@ -45,7 +45,7 @@ pub async fn publish(
 
 /// Sign the manifest `pinned` names with `key` and push the signature, keeping the
 /// signatures already there.
-pub async fn push_signature(
+pub(crate) async fn push_signature(
     client: &RegistryClient,
     pinned: &OciRef,
     key: &SigningKey,

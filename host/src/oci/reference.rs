@@ -11,7 +11,7 @@ use oci_spec::distribution::Reference;
 use super::OciError;
 
 /// The scheme every reference starts with.
-pub const OCI_SCHEME: &str = "oci://";
+pub(crate) const OCI_SCHEME: &str = "oci://";
 
 /// A parsed `oci://` reference.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +128,7 @@ impl OciRef {
 }
 
 /// The tag cosign stores the signatures of `digest` under: `sha256-<hex>.sig`.
-pub fn signature_tag(digest: &str) -> String {
+pub(crate) fn signature_tag(digest: &str) -> String {
     format!("{}.sig", digest.replacen(':', "-", 1))
 }
 

@@ -21,7 +21,7 @@ use super::keys::pem_decode_all;
 /// The variable naming a PEM file of extra root CAs for registry traffic.
 pub const REGISTRY_CA_ENV: &str = "TOOLHOST_REGISTRY_CA_FILE";
 /// Largest CA file read.
-pub const MAX_CA_FILE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_CA_FILE_BYTES: u64 = 1 << 20;
 
 /// The TLS settings of a registry transport: the webpki roots, and those of
 /// `extra_ca_file` when one is named.

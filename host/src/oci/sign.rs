@@ -17,19 +17,19 @@ use super::keys::SigningKey;
 use super::registry::digest_of;
 
 /// The media type of a signature layer (the payload).
-pub const SIMPLE_SIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
+pub(crate) const SIMPLE_SIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
 /// The annotation holding the base64 signature.
-pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
+pub(crate) const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 /// The annotation holding a keyless signature's PEM certificate.
-pub const CERTIFICATE_ANNOTATION: &str = "dev.sigstore.cosign/certificate";
+pub(crate) const CERTIFICATE_ANNOTATION: &str = "dev.sigstore.cosign/certificate";
 /// The annotation holding the certificate's PEM chain.
-pub const CHAIN_ANNOTATION: &str = "dev.sigstore.cosign/chain";
+pub(crate) const CHAIN_ANNOTATION: &str = "dev.sigstore.cosign/chain";
 /// The annotation holding the transparency log's bundle (JSON).
-pub const BUNDLE_ANNOTATION: &str = "dev.sigstore.cosign/bundle";
+pub(crate) const BUNDLE_ANNOTATION: &str = "dev.sigstore.cosign/bundle";
 /// The `critical.type` of a container image signature.
-pub const PAYLOAD_TYPE: &str = "cosign container image signature";
+pub(crate) const PAYLOAD_TYPE: &str = "cosign container image signature";
 /// Largest signature payload read.
-pub const MAX_PAYLOAD_BYTES: u64 = 64 << 10;
+pub(crate) const MAX_PAYLOAD_BYTES: u64 = 64 << 10;
 
 /// One signature as pulled (and kept in the store): the payload's exact bytes and the
 /// layer's annotations that matter.
@@ -90,7 +90,7 @@ impl SignatureLayer {
 
 /// What a payload says it signs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Payload {
+pub(crate) struct Payload {
     /// `critical.identity.docker-reference`.
     pub docker_reference: String,
     /// `critical.image.docker-manifest-digest`.
@@ -141,7 +141,7 @@ pub fn payload(docker_reference: &str, digest: &str) -> Vec<u8> {
 
 impl Payload {
     /// Parse a simple signing payload.
-    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<Self, String> {
         let simple: Simple =
             serde_json::from_slice(bytes).map_err(|e| format!("not a simple signing payload: {e}"))?;
         Ok(Self {
@@ -153,7 +153,11 @@ impl Payload {
 }
 
 /// A key-based signature of `digest` (the manifest of `docker_reference`) by `key`.
-pub fn sign(key: &SigningKey, docker_reference: &str, digest: &str) -> Result<SignatureLayer, OciError> {
+pub(crate) fn sign(
+    key: &SigningKey,
+    docker_reference: &str,
+    digest: &str,
+) -> Result<SignatureLayer, OciError> {
     let payload = payload(docker_reference, digest);
     let signature = key.sign(&payload)?;
     Ok(SignatureLayer {

@@ -74,7 +74,7 @@ impl fmt::Display for Verified {
 /// Check `layers` (the signatures found for `image`) against `trust` for the manifest
 /// `digest`: `signature_missing` when there are none, `signature_invalid` when none
 /// is both valid and by someone trusted.
-pub fn verify(
+pub(crate) fn verify(
     layers: &[SignatureLayer],
     digest: &str,
     trust: &TrustSet,

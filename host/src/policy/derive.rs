@@ -14,18 +14,11 @@ use super::shell::{self, COMMAND_KEY};
 /// The pattern language a rule reads a value in: shell words for `command`,
 /// globs for everything else (tools, argument names, paths, URLs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lang {
+pub(crate) enum Lang {
     /// A glob (`*`, `?`, `[…]`, `{…}`, `\` escaping the next character).
     Glob,
     /// One shell word of a `command=` pattern.
     Shell,
-}
-
-impl Lang {
-    /// The language of the values of argument `key`.
-    pub fn of_key(key: &str) -> Self {
-        if key == COMMAND_KEY { Lang::Shell } else { Lang::Glob }
-    }
 }
 
 /// `text` as rule text that matches exactly `text`, read in `lang`: every character
@@ -36,7 +29,7 @@ impl Lang {
 /// before a newline as a line continuation), and an empty shell word as `''`.
 ///
 /// This is the one function that writes argument text into a rule.
-pub fn literal(text: &str, lang: Lang) -> String {
+pub(crate) fn literal(text: &str, lang: Lang) -> String {
     if text.is_empty() && lang == Lang::Shell {
         return "''".to_string();
     }
@@ -71,7 +64,7 @@ pub fn literal(text: &str, lang: Lang) -> String {
 /// one. A value no rule can hold (an empty URL or command line, a command word
 /// past the shell parser's bounds) gives a suggestion that does not parse:
 /// "always" then runs the call once and saves nothing.
-pub fn suggest_rule(tool: &str, subject: &Subject) -> String {
+pub(crate) fn suggest_rule(tool: &str, subject: &Subject) -> String {
     let tool_text = literal(tool, Lang::Glob);
     if let Some(line) = subject.command_line() {
         return format!("{tool_text}({COMMAND_KEY}={})", shell::suggest(line, subject.get(COMMAND_KEY)));

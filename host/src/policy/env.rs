@@ -8,7 +8,7 @@ use globset::{Glob, GlobMatcher};
 const SECRET_WORDS: &[&str] = &["token", "secret", "password", "passwd", "key", "credential", "auth"];
 
 /// Whether `name` looks like it holds a secret.
-pub fn looks_secret(name: &str) -> bool {
+pub(crate) fn looks_secret(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     SECRET_WORDS.iter().any(|word| lower.contains(word))
 }
@@ -48,7 +48,7 @@ impl EnvName {
 }
 
 /// The variables of `host_env` that `names` grant, sorted by name.
-pub fn select(
+pub(crate) fn select(
     names: &[EnvName],
     host_env: impl IntoIterator<Item = (String, String)>,
 ) -> Vec<(String, String)> {

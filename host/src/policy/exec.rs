@@ -52,7 +52,7 @@ impl Default for BuiltinsPolicy {
 
 /// The builtins' exec grant when the policy says nothing: `git` for the `git` tool
 /// and the shell profile for `terminal` (which asks for approval in `default` mode).
-pub fn default_builtin_exec() -> ExecGrant {
+pub(crate) fn default_builtin_exec() -> ExecGrant {
     ExecGrant { programs: vec!["git".into()], shell: true, unconfined: false, commit: false }
 }
 

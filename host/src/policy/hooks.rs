@@ -28,10 +28,10 @@ use toml::Spanned;
 use super::rules::Rule;
 
 /// The default time a hook may take.
-pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The longest time a hook may be given.
-pub const MAX_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const MAX_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// When a hook runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]

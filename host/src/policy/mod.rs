@@ -1,9 +1,9 @@
 //! The policy: which third-party plugins run, with what, and which calls need asking.
 //!
-//! Two files may apply (see [`sources`]): the project's `toolhost.toml` in the work
+//! Two files may apply (see `sources`): the project's `toolhost.toml` in the work
 //! dir (or a file given with `--policy`), believed only when the user trusted its
 //! bytes or when it only narrows, and the user's private policy outside the work dir
-//! (see [`trust`]), where "always" answers go. Without either the defaults apply
+//! (see `trust`), where "always" answers go. Without either the defaults apply
 //! (builtins only, `default` mode, no rules). Only the user changes them — by editing,
 //! with `toolhost add` or `toolhost trust`, or by answering "always" to the
 //! [`Approver`]. No tool, plugin or MCP request can: the files are protected paths
@@ -39,45 +39,51 @@
 //! see `remote` ([`EntrySource`]).
 //!
 //! The builtins' variables and programs, child limits and test profiles are in
-//! [`exec`] (`[builtins]`, `[exec]`, `[tests.NAME]`); pre- and post-tool-use hooks
-//! in [`hooks`] (`[[hooks]]`); MCP servers in [`servers`] (`[servers.NAME]`).
+//! `exec` (`[builtins]`, `[exec]`, `[tests.NAME]`); pre- and post-tool-use hooks
+//! in `hooks` (`[[hooks]]`); MCP servers in `servers` (`[servers.NAME]`).
 //!
-//! Modules: `file` (parsing), [`sources`] (which files, trust, merging), [`trust`]
-//! (the config dir: private policies and trust records), [`rules`], [`shell`]
-//! (command lines for rules and the safe list), [`mod@derive`] (the rule "always" saves,
-//! every value in it literal), [`shown`] (text from calls as questions and reasons
-//! show it: quoted, escaped, bounded),
-//! [`servers`], [`permissions`], `approver`, [`env`](mod@env), [`redact`], [`grants`], `limits` (the overrides of a
-//! plugin entry and the CLI's flags: [`LimitOverrides`]), `edit` (writing entries and
-//! rules back, comments kept).
+//! Modules: `file` (parsing), `sources` (which files, trust, merging), `trust`
+//! (the config dir: private policies and trust records), `rules`, `shell`
+//! (command lines for rules and the safe list), `derive` (the rule "always" saves,
+//! every value in it literal), `shown` (text from calls as questions and reasons
+//! show it: quoted, escaped, bounded), `servers`, `permissions`, `approver`, `env`,
+//! `redact`, `grants`, `limits` (the overrides of a plugin entry and the CLI's flags:
+//! [`LimitOverrides`]), `edit` (writing entries and rules back, comments kept).
+//!
+//! # Why a public module
+//!
+//! The policy is an API of its own beside the host: a front end reads, trusts and edits
+//! policy files (`toolhost add`, `trust`, `add-server` do) and shows approval questions
+//! safely. Its items are re-exported here, flat; its files are private.
 
 mod approver;
-pub mod config;
-pub mod derive;
+pub(crate) mod config;
+pub(crate) mod derive;
 mod edit;
-pub mod env;
-pub mod exec;
+pub(crate) mod env;
+pub(crate) mod exec;
 mod file;
-pub mod grants;
-pub mod hooks;
+pub(crate) mod grants;
+pub(crate) mod hooks;
 #[cfg(test)]
 pub(crate) mod hostile_text;
 mod limits;
-pub mod permissions;
-pub mod redact;
+pub(crate) mod permissions;
+pub(crate) mod redact;
 mod remote;
-pub mod rules;
+pub(crate) mod rules;
 mod server_pin;
-pub mod servers;
-pub mod shell;
-pub mod shown;
-pub mod sources;
-pub mod trust;
+pub(crate) mod servers;
+pub(crate) mod shell;
+pub(crate) mod shown;
+pub(crate) mod sources;
+pub(crate) mod trust;
 
 use std::path::{Path, PathBuf};
 
 pub use crate::error::PolicyError;
 pub use approver::{Approval, ApprovalRequest, Approver};
+pub use config::{ConfigSource, ConfigValue};
 pub use edit::{
     PluginEntryDraft, RemoteDraft, ServerEntryDraft, add_allow_rule, plugin_entry_toml, remove_plugin_entry,
     server_entry_toml, set_plugin_source, write_plugin_entry, write_server_entry,
@@ -90,7 +96,10 @@ pub use redact::Redactor;
 pub use remote::EntrySource;
 pub use rules::Rule;
 pub use server_pin::{ServerPinDraft, set_server_pin, with_server_pin};
-pub use trust::ConfigDir;
+pub use servers::ServerTransport;
+pub use shown::{ShownRequest, unredacted};
+pub use sources::inside;
+pub use trust::{ConfigDir, sha256_hex};
 
 use crate::imports::fetch::{HostPattern, NetGrant};
 use crate::limits::Limits;

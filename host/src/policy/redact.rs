@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 /// What replaces a redacted value.
-pub const REDACTED: &str = "[REDACTED]";
+pub(crate) const REDACTED: &str = "[REDACTED]";
 
 /// Granted values shorter than this are not redacted (`LANG=C` would blank every `C`),
 /// except for variables whose names look secret.
@@ -50,7 +50,7 @@ impl Redactor {
         Self { values }
     }
 
-    /// `text` with every secret replaced by [`REDACTED`].
+    /// `text` with every secret replaced by `REDACTED`.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         for value in &self.values {

@@ -180,7 +180,7 @@ impl Rule {
     /// Whether this rule's `command=` pattern covers `command`, one simple command
     /// of a call's line, as an allow rule (false for a rule without one). The rest
     /// of the rule is [`Rule::fits`]; whether the line as a whole may be allowed,
-    /// [`allowable`].
+    /// `allowable`.
     pub fn covers(&self, command: &Command) -> bool {
         let Some((_, pattern)) = &self.command else { return false };
         command.program().is_none_or(|w| w.is_literal()) && pattern.matches_literally(command.written())
@@ -189,7 +189,7 @@ impl Rule {
 
 /// Whether allow rules may judge `line` command by command: it parsed, has
 /// commands, and no hazard.
-pub fn allowable(line: &Line) -> bool {
+pub(crate) fn allowable(line: &Line) -> bool {
     line.hazards().is_empty() && !line.commands.is_empty()
 }
 
@@ -272,7 +272,7 @@ fn glob(pattern: &str, path: bool) -> Result<GlobMatcher, globset::Error> {
 /// Whether an argument named `key` holds a path: `path`, `file`, `dir`, `directory`,
 /// `cwd`, `target`, `source`, `destination` and names ending in `_path`, `_file`,
 /// `_dir`. Rules, protected paths and accept-edits judge these arguments as paths.
-pub fn is_path_key(key: &str) -> bool {
+pub(crate) fn is_path_key(key: &str) -> bool {
     const EXACT: &[&str] = &[
         "path",
         "file",
@@ -348,7 +348,7 @@ impl Subject {
 
 /// Resolve `.` and `..` without touching the disk, and make a path inside `work_dir`
 /// relative to it. A relative path is taken relative to the work dir.
-pub fn normalize(path: &str, work_dir: Option<&Path>) -> PathBuf {
+pub(crate) fn normalize(path: &str, work_dir: Option<&Path>) -> PathBuf {
     let path = Path::new(path);
     let joined = match work_dir {
         Some(dir) if path.is_relative() => dir.join(path),
@@ -375,7 +375,7 @@ pub fn normalize(path: &str, work_dir: Option<&Path>) -> PathBuf {
 
 /// Characters that mean themselves in rule text, globs and shell words alike:
 /// `derive::literal` writes them as they are.
-pub fn is_plain(c: char) -> bool {
+pub(crate) fn is_plain(c: char) -> bool {
     c.is_ascii_alphanumeric()
         || matches!(c, '_' | '-' | '.' | '/' | '+' | ':' | '@' | '%' | '^')
         || (!c.is_ascii() && !c.is_whitespace() && !c.is_control())

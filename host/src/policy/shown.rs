@@ -27,22 +27,22 @@ use serde_json::Value;
 use super::ApprovalRequest;
 
 /// The most bytes of one value (escaped) a reason or question shows.
-pub const MAX_SHOWN: usize = 1024;
+pub(crate) const MAX_SHOWN: usize = 1024;
 /// The most bytes of a call's arguments a question shows.
-pub const MAX_ARGS_SHOWN: usize = 1024;
+pub(crate) const MAX_ARGS_SHOWN: usize = 1024;
 /// The most bytes of one string inside the arguments a question shows.
-pub const MAX_ARG_STRING_SHOWN: usize = 256;
+pub(crate) const MAX_ARG_STRING_SHOWN: usize = 256;
 
 /// `text` as a JSON string of printable characters (see the module docs), its
 /// escaped content cut at `max` bytes with the cut said: `"abc"… (95 more bytes)`.
-pub fn quote(text: &str, max: usize) -> String {
+pub(crate) fn quote(text: &str, max: usize) -> String {
     escape(text, max, true)
 }
 
 /// `text` with the characters [`quote`] escapes escaped the same way, but `"` and
 /// `\` kept and no quotes around it, cut the same way: for the host's own text that
 /// may carry others' words.
-pub fn plain(text: &str, max: usize) -> String {
+pub(crate) fn plain(text: &str, max: usize) -> String {
     escape(text, max, false)
 }
 
@@ -95,7 +95,7 @@ fn push_char(out: &mut String, c: char, quoted: bool) {
 /// (C0, DEL, C1), whitespace other than the space, or one the standard library's
 /// `Debug` escapes as not printable (format characters such as bidi overrides and
 /// zero-width joiners, separators, private-use and unassigned characters).
-pub fn hidden(c: char) -> bool {
+pub(crate) fn hidden(c: char) -> bool {
     if c.is_ascii() {
         return c.is_ascii_control();
     }
@@ -114,7 +114,7 @@ pub fn hidden(c: char) -> bool {
 /// [`MAX_ARG_STRING_SHOWN`] bytes) after `redact`, the whole cut at `max` bytes
 /// between two tokens (never inside a string), with the cut said:
 /// `{"path":"a.txt","content":"…"… (4000 more bytes)`.
-pub fn args(args: &Value, max: usize, redact: &dyn Fn(&str) -> Cow<'_, str>) -> String {
+pub(crate) fn args(args: &Value, max: usize, redact: &dyn Fn(&str) -> Cow<'_, str>) -> String {
     let mut sink = Sink { out: String::new(), max, more: 0 };
     tokens(args, redact, &mut sink);
     if sink.more > 0 {
@@ -175,15 +175,15 @@ fn tokens(value: &Value, redact: &dyn Fn(&str) -> Cow<'_, str>, sink: &mut Sink)
 /// escaped and bounded. The words around them are each approver's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShownRequest {
-    /// The tool's name ([`plain`]).
+    /// The tool's name (`plain`).
     pub tool: String,
-    /// The plugin that provides it ([`plain`]).
+    /// The plugin that provides it (`plain`).
     pub plugin: String,
-    /// The arguments ([`args`]).
+    /// The arguments (`args`).
     pub args: String,
-    /// Why it asks ([`plain`]: the host's words, with any argument in it quoted).
+    /// Why it asks (`plain`: the host's words, with any argument in it quoted).
     pub reason: String,
-    /// The rule "always" saves ([`quote`]: exactly the text saved, escaped).
+    /// The rule "always" saves (`quote`: exactly the text saved, escaped).
     pub rule: String,
 }
 

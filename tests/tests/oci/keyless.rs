@@ -12,7 +12,7 @@ use rcgen::{
     BasicConstraints, CertificateParams, CustomExtension, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
     KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, PublicKeyData, SanType, SigningKey, date_time_ymd,
 };
-use toolhost::oci::sign::{SignatureLayer, payload, signature_image};
+use toolhost::oci::{SignatureLayer, payload, signature_image};
 use toolhost_tests::HOSTILE_WASM;
 use toolhost_tests::registry::Registry;
 

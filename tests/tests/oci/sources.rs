@@ -20,7 +20,7 @@ use toolhost_tests::HOSTILE_WASM;
 use super::{Machine, pem, sha256_file, text};
 
 /// The variable the registry client reads extra root CAs from.
-const CA_ENV: &str = toolhost::oci::roots::REGISTRY_CA_ENV;
+const CA_ENV: &str = toolhost::oci::REGISTRY_CA_ENV;
 
 /// An HTTPS server on 127.0.0.1 serving `body` for every GET, with a certificate for
 /// the IP address 127.0.0.1 issued by its own CA; stopped when dropped.

@@ -178,7 +178,7 @@ impl Command {
 }
 
 /// The last component of a program path (`/usr/bin/rm` → `rm`, `./x` → `x`).
-pub fn file_name(program: &str) -> &str {
+pub(crate) fn file_name(program: &str) -> &str {
     program.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or(program)
 }
 

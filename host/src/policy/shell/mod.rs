@@ -25,20 +25,27 @@ mod suggest;
 mod walk;
 mod words;
 
-pub use command::{Command, Form, Redirect, file_name};
-pub use line::{Hazard, Line};
-pub use parse::{MAX_CASES, MAX_NESTING, MAX_PARSED_BYTES, first_word, parse};
-pub use pattern::CommandPattern;
-pub use safe::is_safe;
-pub use suggest::{SUBCOMMANDS, suggest};
-pub use words::Word;
+pub(crate) use command::Command;
+pub(crate) use line::{Hazard, Line};
+pub(crate) use parse::parse;
+pub(crate) use pattern::CommandPattern;
+pub(crate) use safe::is_safe;
+pub(crate) use suggest::suggest;
+pub(crate) use words::Word;
+// What the tests reach for beyond the crate's own uses.
+#[cfg(test)]
+pub(crate) use command::file_name;
+#[cfg(test)]
+pub(crate) use parse::{MAX_NESTING, MAX_PARSED_BYTES, first_word};
+#[cfg(test)]
+pub(crate) use suggest::SUBCOMMANDS;
 
 /// The argument whose text is a command line, in any tool.
-pub const COMMAND_KEY: &str = "command";
+pub(crate) const COMMAND_KEY: &str = "command";
 
 /// The builtin shell tool: the one tool whose `command` the safe list trusts to be
 /// a `bash -c` line (another tool's `command` may mean something else).
-pub const SHELL_TOOL: &str = "terminal";
+pub(crate) const SHELL_TOOL: &str = "terminal";
 
 #[cfg(test)]
 #[path = "table_tests.rs"]

@@ -10,14 +10,14 @@ use super::words::{self, Found, Word};
 /// The longest line parsed; a longer one is [`Hazard::Unparsed`]. This bounds how
 /// deep the parser can recurse (about 5 KiB of stack a nesting level, at most one
 /// level per 2 bytes), and a long line is parsed on a stack of its own.
-pub const MAX_PARSED_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_PARSED_BYTES: usize = 16 * 1024;
 
 /// The deepest nesting of brackets (`(`, `{`, counted in the raw text, quotes or
 /// not) a parsed line may have; a deeper one is [`Hazard::Unparsed`]. Each level of
 /// `$((…`, `${X:-…` or `$(…` is parsed again by the level around it, so time grows
 /// with depth × length: 2,560 levels of `${X:-` took the parser 10 s, 64 take
 /// milliseconds. No line a person writes nests this deep.
-pub const MAX_NESTING: usize = 64;
+pub(crate) const MAX_NESTING: usize = 64;
 
 /// The deepest nesting of `case` (counted as the words `case` not yet closed by
 /// `esac` in the raw text, quoted or not) a parsed line may have; a deeper one is
@@ -25,7 +25,7 @@ pub const MAX_NESTING: usize = 64;
 /// once per level and again for the levels inside it, and parses a `$((…` level
 /// again for each around it: 16 levels of `case` took it a second, 22 of them
 /// inside 22 of `$((` took it minutes.
-pub const MAX_CASES: usize = 8;
+pub(crate) const MAX_CASES: usize = 8;
 
 /// The stack a long line is parsed on (reserved, touched only as deep as it goes).
 const PARSE_STACK: usize = 128 << 20;
@@ -36,7 +36,7 @@ const STACK_PER_BYTE: usize = 4 << 10;
 const STACK_MIN: usize = 256 << 10;
 
 /// Parse `text` as `bash -c` would.
-pub fn parse(text: &str) -> Line {
+pub(crate) fn parse(text: &str) -> Line {
     let mut walker = Walker { line: Line::default(), depth: 0 };
     if too_deep(text) {
         walker.line.flag(Hazard::Unparsed);
@@ -54,7 +54,7 @@ pub fn parse(text: &str) -> Line {
 
 /// The first word of `text` as the tokenizer cuts it, even when the line as a whole
 /// does not parse (`None`: not even that).
-pub fn first_word(text: &str) -> Option<Word> {
+pub(crate) fn first_word(text: &str) -> Option<Word> {
     if too_deep(text) {
         return None;
     }

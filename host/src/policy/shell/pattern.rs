@@ -10,7 +10,7 @@ use crate::policy::derive::{Lang, literal};
 
 /// A pattern such as `git status*` or `cargo test -p *`.
 #[derive(Debug, Clone)]
-pub struct CommandPattern {
+pub(crate) struct CommandPattern {
     words: Vec<WordMatch>,
     rest: bool,
 }
@@ -33,7 +33,7 @@ impl WordMatch {
 impl CommandPattern {
     /// Parse `text` as one simple command of words (see the module docs of
     /// [`crate::policy::rules`] for what they mean), saying what is wrong when it can't.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let line = super::parse(text);
         if let Some(hazard) = line.hazards().first() {
             return Err(match hazard {
@@ -82,12 +82,12 @@ impl CommandPattern {
     /// pattern word matches the literal word in its place; then nothing is left, or
     /// the pattern ends in `*`. A word the shell expands matches no pattern word
     /// (only the trailing `*` takes it).
-    pub fn matches_literally<'a>(&self, words: impl IntoIterator<Item = &'a Word>) -> bool {
+    pub(crate) fn matches_literally<'a>(&self, words: impl IntoIterator<Item = &'a Word>) -> bool {
         self.matches(words.into_iter().map(|w| w.is_literal().then_some(w.text.as_str())))
     }
 
     /// The same for a deny form: words are matched by their text, literal or not.
-    pub fn matches_text<'a>(&self, words: impl IntoIterator<Item = &'a str>) -> bool {
+    pub(crate) fn matches_text<'a>(&self, words: impl IntoIterator<Item = &'a str>) -> bool {
         self.matches(words.into_iter().map(Some))
     }
 

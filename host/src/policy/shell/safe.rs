@@ -72,7 +72,7 @@ const GIT_READS: &[&str] = &["status", "diff", "log", "show"];
 /// Whether `line` is safe to run without asking. `dir` is the directory it runs
 /// in and its HOME (`None`: unknown, then only programs that read nothing there
 /// qualify).
-pub fn is_safe(line: &Line, dir: Option<&Path>) -> bool {
+pub(crate) fn is_safe(line: &Line, dir: Option<&Path>) -> bool {
     line.hazards().is_empty()
         && line.is_one_pipeline()
         && !line.commands.is_empty()

@@ -10,7 +10,7 @@ use crate::policy::derive::{Lang, literal};
 
 /// Programs whose first word picks what they do (a subcommand, a make target): a
 /// rule for them names it too.
-pub const SUBCOMMANDS: &[&str] = &[
+pub(crate) const SUBCOMMANDS: &[&str] = &[
     "git",
     "cargo",
     "npm",
@@ -44,7 +44,7 @@ pub const SUBCOMMANDS: &[&str] = &[
 /// It matches that command; whether it covers the line is the rules' business. A
 /// line without a word (`>x`, one that does not tokenize) gets its whole text as
 /// one literal word, which matches no line but one quoting that text whole.
-pub fn suggest(line: &Line, text: Option<&str>) -> String {
+pub(crate) fn suggest(line: &Line, text: Option<&str>) -> String {
     let word = |w: &Word| literal(&w.text, Lang::Shell);
     let mut words: Vec<String> = Vec::new();
     match line.commands.first() {
