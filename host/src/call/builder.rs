@@ -355,11 +355,7 @@ impl HostBuilder {
             };
             // A remote component reaches the store only once it loaded: pin and imports checked.
             if let Some(unstored) = unstored {
-                unstored.keep(&bytes).map_err(|e| LoadError::Remote {
-                    plugin: name.clone(),
-                    code: e.code(),
-                    message: e.message().to_string(),
-                })?;
+                unstored.keep_loaded(&name, &bytes)?;
             }
             plugin.resolve_exec(&search, work_dir.as_deref());
             let plugin = Arc::new(plugin);

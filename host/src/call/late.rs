@@ -125,11 +125,7 @@ async fn load(plugin: Deferred, finish: &Finish) -> Result<Arc<Plugin>, LoadErro
         Plugin::from_component(&finish.engine, &finish.linker, &name, &bytes, sha256, loaded, &grants)
             .await?;
     if let Some(unstored) = unstored {
-        unstored.keep(&bytes).map_err(|e| LoadError::Remote {
-            plugin: name.clone(),
-            code: e.code(),
-            message: e.message().to_string(),
-        })?;
+        unstored.keep_loaded(&name, &bytes)?;
     }
     plugin.resolve_exec(&finish.search, finish.work_dir.as_deref());
     Ok(Arc::new(plugin))

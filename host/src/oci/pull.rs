@@ -84,6 +84,16 @@ impl Unstored {
         }
         Ok(())
     }
+
+    /// [`Unstored::keep`] once the plugin `plugin` loaded from `component` (pin and
+    /// imports checked): a refusal is the plugin's load error.
+    pub(crate) fn keep_loaded(&self, plugin: &str, component: &[u8]) -> Result<(), crate::error::LoadError> {
+        self.keep(component).map_err(|e| crate::error::LoadError::Remote {
+            plugin: plugin.to_string(),
+            code: e.code(),
+            message: e.message().to_string(),
+        })
+    }
 }
 
 /// Pull `reference` with `client` and check it: the signature against `trust` (`None`:
