@@ -122,26 +122,6 @@ pub fn test_engine_settings() -> toolhost::EngineSettings {
     }
 }
 
-/// `wasm`, its optimised code put in the tests' compile cache first (once per test
-/// process). `toolhost serve` compiles in the background what the cache lacks and
-/// lists its tools when ready: a test that lists or calls them right after
-/// `initialize`, as most serving tests do, starts it with a component whose code
-/// is there (`serve_late` tests the other case, each with a cache of its own).
-pub fn precompiled(wasm: &'static str) -> &'static str {
-    static DONE: std::sync::Mutex<Vec<&str>> = std::sync::Mutex::new(Vec::new());
-    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
-    if !done.contains(&wasm) {
-        let settings =
-            toolhost::EngineSettings { tiers: toolhost::CompilerTiers::Optimized, ..test_engine_settings() };
-        let engine = toolhost::Engine::new(&settings).expect("engine");
-        let bytes = std::fs::read(wasm).expect("the component");
-        let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
-        engine.component(&bytes, &sha256).expect("it compiles");
-        done.push(wasm);
-    }
-    wasm
-}
-
 /// A host over a fresh temporary work dir with the builtins and the hostile
 /// plugin, under `limits`.
 pub async fn hostile_host(limits: toolhost::Limits) -> (toolhost::Host, tempfile::TempDir) {

@@ -49,11 +49,9 @@ pub async fn wait_listening(addr: SocketAddr, what: &str) {
 /// cache, the test data dir, and `extra` flags.
 pub fn serve_command(work: &Path, extra: &[&str]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(toolhost_bin());
-    cmd.arg("serve")
-        .arg("--work-dir")
-        .arg(work)
-        .args(["--plugin", crate::precompiled(HOSTILE_WASM)])
-        .args(extra);
+    // Eager: the plugin's tools are listed from the start (a test may say so itself).
+    let eager = if extra.contains(&"--eager") { &[][..] } else { &["--eager"][..] };
+    cmd.arg("serve").arg("--work-dir").arg(work).args(["--plugin", HOSTILE_WASM]).args(eager).args(extra);
     cmd.env("TOOLHOST_CACHE_DIR", workspace_root().join("target").join("test-compile-cache"));
     cmd.env("TOOLHOST_DATA_DIR", crate::test_data_dir());
     cmd.env_remove("TOOLHOST_LOG").kill_on_drop(true);

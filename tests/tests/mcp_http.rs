@@ -25,11 +25,7 @@ const LEGACY: &str = "2025-11-25";
 
 fn serve_command(work: &Path, extra: &[&str]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(toolhost_bin());
-    cmd.arg("serve")
-        .arg("--work-dir")
-        .arg(work)
-        .args(["--plugin", toolhost_tests::precompiled(HOSTILE_WASM)])
-        .args(extra);
+    cmd.arg("serve").arg("--work-dir").arg(work).args(["--plugin", HOSTILE_WASM, "--eager"]).args(extra);
     cmd.env("TOOLHOST_CACHE_DIR", workspace_root().join("target").join("test-compile-cache"));
     cmd.env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir());
     cmd.env_remove("TOOLHOST_LOG").kill_on_drop(true);

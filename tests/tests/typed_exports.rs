@@ -445,7 +445,8 @@ async fn over_mcp_a_typed_result_is_structured_content_fitting_its_output_schema
     let mut cmd = tokio::process::Command::new(toolhost_tests::toolhost_bin());
     cmd.arg("serve").arg("--work-dir").arg(work.path()).args([
         "--plugin",
-        toolhost_tests::precompiled(TEST_TYPED_WASM),
+        TEST_TYPED_WASM,
+        "--eager",
         "--mode",
         "yolo",
     ]);

@@ -36,8 +36,9 @@ pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Low bytes of each freed memory and table slot kept mapped for reuse.
 const KEEP_RESIDENT_BYTES: usize = 4 << 20;
 
-/// The wasmtime version compiled artifacts are tied to (pinned in Cargo.toml).
-pub(crate) const WASMTIME_VERSION: &str = "48.0.8";
+/// The wasmtime version compiled artifacts are tied to (pinned in Cargo.toml; a
+/// test checks it against Cargo.lock).
+pub(crate) const WASMTIME_VERSION: &str = "48.0.10";
 
 /// The host's cache dir by default (`$TOOLHOST_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`): compiled components, and the
@@ -260,5 +261,17 @@ mod tests {
         let optimized = build(config::code_config(), &settings).unwrap();
         let baseline = build(config::baseline_config(), &settings).unwrap();
         assert_ne!(cache_salt(&optimized), cache_salt(&baseline));
+    }
+
+    #[test]
+    fn the_version_named_is_the_runtime_in_cargo_lock() {
+        let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock")).unwrap();
+        let at = lock.find("\nname = \"wasmtime\"\nversion = \"").expect("wasmtime in Cargo.lock");
+        let rest = lock[at..].splitn(4, '"').nth(3).unwrap();
+        let locked = rest.split('"').next().unwrap();
+        assert_eq!(
+            WASMTIME_VERSION, locked,
+            "engine::WASMTIME_VERSION names another wasmtime than Cargo.lock's"
+        );
     }
 }
