@@ -348,8 +348,7 @@ impl HostBuilder {
                         deferred.push(Deferred { name, bytes, sha256, grants, unstored });
                         continue;
                     }
-                    let loaded = engine.component_tiered(&name, &bytes, &sha256)?;
-                    Plugin::from_component(&engine, &linker, &name, &bytes, sha256, loaded, &grants).await?
+                    Plugin::load_checked(&engine, &linker, &name, &bytes, sha256, &grants).await?
                 }
                 None => Plugin::load(&engine, &linker, &name, &bytes, &grants).await?,
             };

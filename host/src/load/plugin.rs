@@ -77,6 +77,18 @@ impl Plugin {
         grants: &PluginGrants,
     ) -> Result<Self, LoadError> {
         let sha256 = Self::preflight(name, bytes, grants)?;
+        Self::load_checked(engine, linker, name, bytes, sha256, grants).await
+    }
+
+    /// [`Plugin::load`] after [`Plugin::preflight`] passed and gave `sha256`.
+    pub(crate) async fn load_checked(
+        engine: &Engine,
+        linker: &Linker<CallState>,
+        name: &str,
+        bytes: &[u8],
+        sha256: String,
+        grants: &PluginGrants,
+    ) -> Result<Self, LoadError> {
         let loaded = engine.component_tiered(name, bytes, &sha256)?;
         Self::from_component(engine, linker, name, bytes, sha256, loaded, grants).await
     }
