@@ -6,7 +6,9 @@
 //! - beyond `max_connections` open at once it is answered 503 and closed;
 //! - a request head must arrive within `idle_timeout` of the connection's
 //!   start or of the previous response's end; a head begun and not finished
-//!   then is answered 408, a connection that sent nothing is closed.
+//!   then is answered 408, a connection that sent nothing is closed;
+//! - a connection's places (its client's and the total's) are given back only
+//!   when it is closed, its last answer written.
 
 use std::net::IpAddr;
 use std::pin::Pin;
@@ -67,7 +69,6 @@ pub(crate) async fn serve(
     let io = Watched { stream: stream.clone(), prefix, offset: 0, unanswered: Arc::default() };
     let unanswered = io.unanswered.clone();
     let timed_out = serve_http(io, source, front, idle, shutdown).await;
-    drop(slot);
     if timed_out && unanswered.load(Ordering::Relaxed) {
         // hyper has let go of the socket: its connection ended.
         if let Ok(stream) = Arc::try_unwrap(stream) {
@@ -75,6 +76,10 @@ pub(crate) async fn serve(
             refuse(stream, "408 Request Timeout", &why).await;
         }
     }
+    // The client's place is given back with the total's, once the socket is
+    // closed: given back before a 408 is written, a client reconnecting at once
+    // held more than its share of the total while its refusals were written.
+    drop(slot);
 }
 
 /// hyper's HTTP/1.1 on `io` until it closes or the server stops; whether it
