@@ -505,3 +505,31 @@ fn the_library_surface_is_flat_and_the_binary_uses_it() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The store, the linker and the load-time check name no capability: they read
+/// the one list in `imports/mod.rs` (`capabilities!`), so adding a capability
+/// touches none of them.
+#[test]
+fn the_sandbox_and_the_load_check_name_no_capability() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let capabilities: BTreeSet<String> = std::fs::read_dir(src.join("imports"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().trim_end_matches(".rs").to_string())
+        .filter(|name| !matches!(name.as_str(), "mod" | "capability" | "access"))
+        .collect();
+    assert!(capabilities.len() >= 9, "{capabilities:?}");
+    let (graph, _) = edges(&src, Crate::Library);
+    let readers = |module: &Module| {
+        module.first().is_some_and(|m| m == "sandbox")
+            || *module == ["load", "capabilities"].map(String::from).to_vec()
+    };
+    let mut problems = Vec::new();
+    for (module, targets) in graph.iter().filter(|(m, _)| readers(m)) {
+        for target in targets {
+            if target.len() >= 2 && target[0] == "imports" && capabilities.contains(&target[1]) {
+                problems.push(format!("{} names {}", module.join("::"), target.join("::")));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

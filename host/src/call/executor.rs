@@ -24,6 +24,7 @@ use crate::call::authorize::PermissionNote;
 use crate::call::host::Host;
 use crate::error::{CallError, codes};
 use crate::hooks::{HookCall, Outcome, Pre};
+use crate::imports::Handed;
 use crate::limits::{Deadline, Limits, WriteMeter};
 use crate::load::plugin::Plugin;
 use crate::load::registry::{NativeCall, Runner, Tool};
@@ -516,12 +517,15 @@ impl Host {
         };
         let exec = self.exec_access(plugin, cancel, quota);
         let tampering = exec.as_ref().map(crate::imports::exec::ExecAccess::tampering);
-        let spec = StoreSpec {
-            call_id,
+        let handed = Handed {
             fs: plugin.fs_access(self.work_dir(), !tool.read_only),
             net: self.net_access(plugin),
             exec,
             fs_guard: self.fs_guard(quota),
+        };
+        let spec = StoreSpec {
+            call_id,
+            handed,
             limits,
             deadline: Deadline::after(limits.deadline_for(tool.timeout_ms)),
         };

@@ -9,6 +9,21 @@ use std::sync::Arc;
 
 use wasmtime::component::{HasData, Linker};
 
+use super::CallStore;
+use super::capability::{Capability, Need};
+
+/// Granted only to a plugin whose entry has `config`.
+pub(crate) const CAPABILITY: Capability = Capability {
+    name: "config",
+    interfaces: &["wasi:config/store"],
+    needs: Some(Need {
+        key: "config",
+        example: "{ KEY = \"value\", KEY2 = { env = \"NAME\" } }",
+        flag: "a policy entry",
+        refusal: "no config values are granted to this plugin (grant some with {how})",
+    }),
+};
+
 /// The two versions of the interface, one bindgen each (same shape).
 mod draft {
     wasmtime::component::bindgen!({
@@ -89,10 +104,11 @@ impl rc1_store::Host for ConfigView<'_> {
 }
 
 /// Link `wasi:config/store` in both versions, reaching each store's values through `get`.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> ConfigView<'_>,
-) -> wasmtime::Result<()> {
+pub(crate) fn link<T: CallStore>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    fn get<T: CallStore>(store: &mut T) -> ConfigView<'_> {
+        ConfigView { values: Some(&store.parts().access.config) }
+    }
+    let get: fn(&mut T) -> ConfigView<'_> = get::<T>;
     draft_store::add_to_linker::<T, HasConfig>(linker, get)?;
     rc1_store::add_to_linker::<T, HasConfig>(linker, get)?;
     Ok(())

@@ -9,8 +9,13 @@ use cap_std::fs::Dir;
 
 use wasmtime::component::{HasData, Linker};
 
-use super::FsAccess;
+use super::capability::Capability;
+use super::{CallStore, FsAccess};
 use crate::bindings::toolhost::plugin::files;
+
+/// Needs no grant of its own: a call without a writable work dir is refused each operation.
+pub(crate) const CAPABILITY: Capability =
+    Capability { name: "files", interfaces: &["toolhost:plugin/files"], needs: None };
 
 /// What the files import works on: the call's filesystem.
 pub(crate) struct FilesView<'a> {
@@ -24,16 +29,13 @@ impl HasData for HasFiles {
     type Data<'a> = FilesView<'a>;
 }
 
-/// Link `toolhost:plugin/files`, reaching each store's filesystem through `get`.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> FilesView<'_>,
-) -> wasmtime::Result<()> {
-    files::add_to_linker::<T, HasFiles>(linker, get)
+/// Link `toolhost:plugin/files` over each store's filesystem.
+pub(crate) fn link<T: CallStore>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    files::add_to_linker::<T, HasFiles>(linker, |store| FilesView { fs: &store.parts().access.fs })
 }
 
 impl files::Host for FilesView<'_> {
-    fn copy_permissions(&mut self, from: String, to: String) -> Result<(), String> {
+    async fn copy_permissions(&mut self, from: String, to: String) -> Result<(), String> {
         let Some(dir) = self.fs.writable_dir() else {
             return Err("this call may not change files".into());
         };

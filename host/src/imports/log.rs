@@ -3,8 +3,13 @@
 
 use wasmtime::component::{HasData, Linker};
 
-use super::CallInfo;
+use super::capability::Capability;
+use super::{CallInfo, CallStore, StoreParts};
 use crate::bindings::toolhost::plugin::log;
+
+/// Every plugin (and hook) may log.
+pub(crate) const CAPABILITY: Capability =
+    Capability { name: "log", interfaces: &["toolhost:plugin/log"], needs: None };
 
 /// Bytes of one guest log line kept, and log lines kept per call.
 const LOG_LINE_BYTES: usize = 4096;
@@ -30,16 +35,16 @@ impl HasData for HasLog {
     type Data<'a> = LogView<'a>;
 }
 
-/// Link `toolhost:plugin/log`, reaching each store's log through `get`.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> LogView<'_>,
-) -> wasmtime::Result<()> {
-    log::add_to_linker::<T, HasLog>(linker, get)
+/// Link `toolhost:plugin/log` over each store's log count.
+pub(crate) fn link<T: CallStore>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    log::add_to_linker::<T, HasLog>(linker, |store| {
+        let StoreParts { access, .. } = store.parts();
+        LogView { state: &mut access.log, call: &access.call }
+    })
 }
 
 impl log::Host for LogView<'_> {
-    fn log(&mut self, level: log::Level, message: String) {
+    async fn log(&mut self, level: log::Level, message: String) {
         self.state.lines += 1;
         if self.state.lines > LOG_LINES_PER_CALL {
             return;

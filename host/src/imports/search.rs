@@ -13,8 +13,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use toolhost_search as engine;
 use wasmtime::component::{HasData, Linker};
 
-use super::{CallInfo, FsAccess};
+use super::capability::{Capability, Need};
+use super::{CallInfo, CallStore, FsAccess, StoreParts};
 use crate::bindings::toolhost::plugin::search as wit;
+
+/// Granted only to a plugin granted the work dir (it reads it).
+pub(crate) const CAPABILITY: Capability = Capability {
+    name: "search",
+    interfaces: &["toolhost:plugin/search"],
+    needs: Some(Need {
+        key: "filesystem",
+        example: "\"read\"",
+        flag: "a policy entry",
+        refusal: "this plugin is granted no filesystem, and the search reads the work dir (grant it with {how})",
+    }),
+};
 
 /// What the search import works on: the call's filesystem and deadline.
 pub(crate) struct SearchView<'a> {
@@ -30,12 +43,12 @@ impl HasData for HasSearch {
     type Data<'a> = SearchView<'a>;
 }
 
-/// Link `toolhost:plugin/search`, reaching each store's view through `get`.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> SearchView<'_>,
-) -> wasmtime::Result<()> {
-    wit::add_to_linker::<T, HasSearch>(linker, get)
+/// Link `toolhost:plugin/search` over each store's filesystem and call.
+pub(crate) fn link<T: CallStore>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    wit::add_to_linker::<T, HasSearch>(linker, |store| {
+        let StoreParts { access, .. } = store.parts();
+        SearchView { fs: &access.fs, call: &access.call }
+    })
 }
 
 /// Raises the stop flag when dropped: a search whose call is gone stops.

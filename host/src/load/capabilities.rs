@@ -4,37 +4,9 @@
 //! grant it), and what `toolhost inspect` shows it requests.
 
 use crate::error::LoadError;
-use crate::policy::grants::{FsGrant, PluginGrants, Sockets};
-
-/// Import prefixes a plugin may have. Anything else is refused at load,
-/// before any of its code runs.
-const GRANTED_IMPORTS: &[(&str, &str)] = &[
-    ("toolhost:plugin/", "the toolhost contract"),
-    ("wasi:cli/", "args, env and stdio (all empty or captured)"),
-    ("wasi:io/", "streams"),
-    ("wasi:clocks/", "clocks"),
-    ("wasi:random/", "random numbers"),
-    ("wasi:filesystem/", "the work dir preopen, when the call grants it"),
-];
-
-/// The pinned-fetch interface: granted only to a plugin whose network grant lists hosts.
-const FETCH_INTERFACE: &str = "toolhost:plugin/fetch";
-
-/// The `wasi:http` client interfaces: granted, like fetch, only to a plugin whose network
-/// grant lists hosts; every request goes through the pinned client.
-const HTTP_CLIENT_INTERFACES: [&str; 2] = ["wasi:http/outgoing-handler", "wasi:http/types"];
-
-/// `wasi:config/store` (any version): granted only to a plugin whose entry has `config`.
-const CONFIG_INTERFACE: &str = "wasi:config/store";
-
-/// The exec interface: granted only to a plugin whose grant lists programs or the shell.
-const EXEC_INTERFACE: &str = "toolhost:plugin/exec";
-
-/// The search interface: granted only to a plugin granted the work dir (it reads it).
-const SEARCH_INTERFACE: &str = "toolhost:plugin/search";
-
-/// Socket interfaces: linked only when the grants stub them (every operation refused).
-const SOCKETS_PREFIX: &str = "wasi:sockets/";
+use crate::imports::CAPABILITIES;
+use crate::imports::capability::{Capability, providing};
+use crate::policy::grants::PluginGrants;
 
 /// The import names of `component`, sorted.
 pub(crate) fn imports_of(
@@ -45,31 +17,6 @@ pub(crate) fn imports_of(
         component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect();
     names.sort();
     names
-}
-
-pub(crate) fn is_fetch(import: &str) -> bool {
-    import.strip_prefix(FETCH_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
-}
-
-/// `wasi:http/outgoing-handler` or `wasi:http/types` (any version).
-pub(crate) fn is_http_client(import: &str) -> bool {
-    HTTP_CLIENT_INTERFACES.iter().any(|interface| {
-        import.strip_prefix(interface).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
-    })
-}
-
-/// `wasi:config/store` (any version).
-pub(crate) fn is_config(import: &str) -> bool {
-    import.strip_prefix(CONFIG_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
-}
-
-pub(crate) fn is_exec(import: &str) -> bool {
-    import.strip_prefix(EXEC_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
-}
-
-/// `toolhost:plugin/search` (any version).
-pub(crate) fn is_search(import: &str) -> bool {
-    import.strip_prefix(SEARCH_INTERFACE).is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
 }
 
 /// Refuse bytes whose `sha256` is not the one `grants` pins (`identity_mismatch`).
@@ -85,72 +32,25 @@ pub(crate) fn check_identity(name: &str, sha256: &str, grants: &PluginGrants) ->
 }
 
 /// Refuse any import `grants` does not cover, naming it and the grant that would
-/// cover it: `toolhost:plugin/fetch` needs network hosts, `wasi:sockets` the stub,
-/// anything outside [`GRANTED_IMPORTS`] is never provided.
+/// cover it (each capability says which it needs: [`crate::imports::CAPABILITIES`]);
+/// an import no capability provides is never linked.
 pub(crate) fn check_imports(imports: &[String], grants: &PluginGrants) -> Result<(), LoadError> {
     for import in imports {
         let denied = |why: String| LoadError::CapabilityDenied { interface: import.clone(), why };
-        if is_fetch(import) || is_http_client(import) {
-            if grants.net.is_empty() {
-                let how = grants.source.how_to_grant("network", "[\"HOST\", …]", "--allow-host PATTERN");
-                return Err(denied(format!(
-                    "no network hosts are granted to this plugin (grant some with {how})"
-                )));
+        match providing(CAPABILITIES, import) {
+            Some(Capability { needs: Some(need), .. }) if !grants.holds(need.key) => {
+                let how = grants.source.how_to_grant(need.key, need.example, need.flag);
+                return Err(denied(need.refusal(&how)));
             }
-            continue;
-        }
-        if is_config(import) {
-            if grants.config.is_empty() {
-                let how = grants.source.how_to_grant(
-                    "config",
-                    "{ KEY = \"value\", KEY2 = { env = \"NAME\" } }",
-                    "a policy entry",
-                );
-                return Err(denied(format!(
-                    "no config values are granted to this plugin (grant some with {how})"
-                )));
+            Some(_) => {}
+            None if import.starts_with("wasi:http/") => {
+                return Err(denied(
+                    "plugins may make outgoing requests (wasi:http/outgoing-handler) but never serve HTTP"
+                        .into(),
+                ));
             }
-            continue;
+            None => return Err(denied("the host does not provide this interface to plugins".into())),
         }
-        if is_exec(import) {
-            if grants.exec.is_empty() {
-                let how = grants.source.how_to_grant(
-                    "exec",
-                    "{ programs = [\"NAME\", …] }",
-                    "--allow-program NAME",
-                );
-                return Err(denied(format!(
-                    "no programs are granted to this plugin (grant some with {how})"
-                )));
-            }
-            continue;
-        }
-        if is_search(import) && grants.fs == FsGrant::None {
-            let how = grants.source.how_to_grant("filesystem", "\"read\"", "a policy entry");
-            return Err(denied(format!(
-                "this plugin is granted no filesystem, and the search reads the work dir (grant it with {how})"
-            )));
-        }
-        if import.starts_with(SOCKETS_PREFIX) {
-            if grants.sockets == Sockets::Stub {
-                continue;
-            }
-            let how = grants.source.how_to_grant("sockets", "\"stub\"", "--stub-sockets");
-            return Err(denied(format!(
-                "plugins get no sockets; network access is only through the host's pinned fetch. \
-                 A runtime that imports sockets without using them can be linked with every socket \
-                 operation refused: {how}"
-            )));
-        }
-        if GRANTED_IMPORTS.iter().any(|(prefix, _)| import.starts_with(prefix)) {
-            continue;
-        }
-        let why = if import.starts_with("wasi:http/") {
-            "plugins may make outgoing requests (wasi:http/outgoing-handler) but never serve HTTP"
-        } else {
-            "the host does not provide this interface to plugins"
-        };
-        return Err(denied(why.into()));
     }
     Ok(())
 }
@@ -182,22 +82,19 @@ impl Requested {
     pub fn from_imports(imports: &[String]) -> Self {
         let mut requested = Requested::default();
         for import in imports {
-            if is_fetch(import) {
-                requested.fetch = true;
-            } else if is_http_client(import) {
-                requested.http = true;
-            } else if is_config(import) {
-                requested.config = true;
-            } else if is_exec(import) {
-                requested.exec = true;
-            } else if import.starts_with(SOCKETS_PREFIX) {
-                requested.sockets = true;
-            } else if import.starts_with("wasi:filesystem/") || is_search(import) {
-                requested.filesystem = true;
-            } else if import.starts_with("wasi:cli/environment") {
-                requested.env = true;
-            } else if !GRANTED_IMPORTS.iter().any(|(prefix, _)| import.starts_with(prefix)) {
+            let Some(capability) = providing(CAPABILITIES, import) else {
                 requested.unknown.push(import.clone());
+                continue;
+            };
+            match capability.name {
+                "fetch" => requested.fetch = true,
+                "http" => requested.http = true,
+                "config" => requested.config = true,
+                "exec" => requested.exec = true,
+                "sockets" => requested.sockets = true,
+                "filesystem" | "search" => requested.filesystem = true,
+                "env" => requested.env = true,
+                _ => {}
             }
         }
         requested
@@ -209,7 +106,7 @@ mod tests {
     use super::*;
     use crate::Limits;
     use crate::imports::fetch::HostPattern;
-    use crate::policy::grants::GrantSource;
+    use crate::policy::grants::{FsGrant, GrantSource};
 
     /// Grants of an ad-hoc plugin whose network lists `example.com`.
     fn with_hosts() -> PluginGrants {
@@ -262,5 +159,31 @@ mod tests {
         assert_eq!(interface, import[0]);
         assert!(why.contains("granted no filesystem") && why.contains("filesystem = \"read\""), "{why}");
         assert!(Requested::from_imports(&[import[0].into()]).filesystem);
+    }
+
+    #[test]
+    fn every_grant_a_capability_needs_is_one_the_grants_hold_or_lack() {
+        let none = {
+            let mut grants = PluginGrants::new(GrantSource::AdHoc, Limits::default());
+            grants.fs = FsGrant::None;
+            grants
+        };
+        let mut all = with_hosts();
+        all.config =
+            vec![crate::policy::config::ConfigValue { key: "k".into(), value: "v".into(), from_env: None }];
+        all.exec.programs = vec!["git".into()];
+        all.sockets = crate::policy::grants::Sockets::Stub;
+        let needing: Vec<_> = CAPABILITIES.iter().filter_map(|c| Some((c.name, c.needs.as_ref()?))).collect();
+        assert!(needing.len() >= 6, "{needing:?}");
+        for (name, need) in needing {
+            assert!(all.holds(need.key), "{name}: no grant answers to the key {:?}", need.key);
+            assert!(!none.holds(need.key), "{name}: {:?} held by empty grants", need.key);
+            let import = CAPABILITIES.iter().find(|c| c.name == name).unwrap().interfaces[0].to_string();
+            let import = if import.ends_with('/') { format!("{import}x") } else { format!("{import}@0.1.0") };
+            assert_eq!(refusal(&[&import], &all), None, "{name} granted");
+            let (_, why) = refusal(&[&import], &none).unwrap_or_else(|| panic!("{name}: not refused"));
+            assert!(why.contains(&format!(".{} = {}", need.key, need.example)), "{name}: {why}");
+            assert!(!why.contains("{how}"), "{why}");
+        }
     }
 }

@@ -11,14 +11,12 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Linker;
 
-use super::capabilities::{
-    check_identity, check_imports, imports_of, is_config, is_exec, is_fetch, is_http_client,
-};
+use super::capabilities::{check_identity, check_imports, imports_of};
 use crate::engine::{Engine, Tier, Tiered};
 use crate::error::LoadError;
-use crate::imports::FsAccess;
 use crate::imports::exec::ResolvedGrant;
 use crate::imports::fetch::NetGrant;
+use crate::imports::{FsAccess, config, exec, fetch, http};
 use crate::limits::Limits;
 use crate::load::link::{self, Link, Slot, TypedPrepared, linker_for};
 use crate::load::preflight::check_declared_imports;
@@ -131,10 +129,10 @@ impl Plugin {
         let component = &loaded.component;
         let imports = imports_of(wasm, component);
         check_imports(&imports, grants)?;
-        let net =
-            imports.iter().any(|i| is_fetch(i) || is_http_client(i)).then(|| Arc::new(grants.net.clone()));
+        let net = (fetch::CAPABILITY.imported_by(&imports) || http::CAPABILITY.imported_by(&imports))
+            .then(|| Arc::new(grants.net.clone()));
 
-        let config = match imports.iter().any(|i| is_config(i)) {
+        let config = match config::CAPABILITY.imported_by(&imports) {
             true => grants.config.iter().map(|c| (c.key.clone(), c.value.clone())).collect(),
             false => Vec::new().into(),
         };
@@ -257,7 +255,7 @@ impl Plugin {
 
     /// Whether the component imports exec.
     pub fn imports_exec(&self) -> bool {
-        self.imports.iter().any(|i| is_exec(i))
+        exec::CAPABILITY.imported_by(&self.imports)
     }
 
     /// Resolve its exec grant's programs (through `search`, never inside `work_dir`), if

@@ -103,6 +103,20 @@ pub struct PluginGrants {
 }
 
 impl PluginGrants {
+    /// Whether they hold the grant under policy key `key` (a capability's
+    /// [`Need`](crate::imports::capability::Need)): network hosts, config values,
+    /// programs, the work dir, stubbed sockets. An unknown key is not held.
+    pub(crate) fn holds(&self, key: &str) -> bool {
+        match key {
+            "network" => !self.net.is_empty(),
+            "config" => !self.config.is_empty(),
+            "exec" => !self.exec.is_empty(),
+            "filesystem" => self.fs != FsGrant::None,
+            "sockets" => self.sockets == Sockets::Stub,
+            _ => false,
+        }
+    }
+
     /// Grants with the work dir read-write, no network, no env, and `limits`.
     pub fn new(source: GrantSource, limits: Limits) -> Self {
         Self {

@@ -45,7 +45,7 @@ pub(crate) struct Prepared<P = HostPluginPre<CallState>> {
     /// The environment granted to it.
     pub(crate) env: Arc<[(String, String)]>,
     /// What `wasi:config/store` answers it (empty unless it imports the interface).
-    pub(crate) config: crate::imports::config::ConfigValues,
+    pub(crate) config: crate::imports::ConfigValues,
 }
 
 /// Run `tool` with `args_json` in a fresh instance. Never panics; every way a call
@@ -58,7 +58,8 @@ pub(crate) async fn run(
     cancel: &CancellationToken,
 ) -> Result<types::ToolOutput, CallError> {
     let (limits, deadline) = (spec.limits, spec.deadline);
-    let context = types::CallContext { call_id: spec.call_id.to_string(), work_dir: spec.fs.guest_path() };
+    let context =
+        types::CallContext { call_id: spec.call_id.to_string(), work_dir: spec.handed.fs.guest_path() };
     let (mut store, stderr) = store::new_store(prepared, spec)?;
     let outcome = bounded(deadline, Some(cancel), async {
         let instance = prepared.pre.instantiate_async(&mut store).await?;
@@ -73,7 +74,7 @@ pub(crate) async fn run(
     // A guest that hit the open-handle cap may report it any way it likes: say what
     // happened.
     result.map_err(|mut err| {
-        if let Some(cap) = store.data().fs_guard.cap_tripped() {
+        if let Some(cap) = store.data().access().descriptors_capped() {
             err.message.push_str(&format!(
                 " (the call reached its cap of {cap} open files and directory listings at once)"
             ));

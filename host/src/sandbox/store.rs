@@ -1,38 +1,23 @@
-//! One store's state, [`CallState`]: the WASI context, the memory cap, and each
-//! import's per-call state, reached by the linker through that import's view. One
-//! constructor serves calls and tool listings alike.
+//! One store's state, [`CallState`]: the WASI context, the memory cap, and every
+//! capability's per-call state ([`CallAccess`]), which each capability's views
+//! reach through [`CallStore`]. One constructor serves calls and tool listings alike.
 
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, Store};
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::Prepared;
 use super::pipe::CappedPipe;
-use crate::bindings::toolhost::plugin::types;
 use crate::error::{CallError, LoadError, codes};
-use crate::imports::config::{ConfigValues, ConfigView};
-use crate::imports::exec::{ExecAccess, host::ExecView};
-use crate::imports::fetch::{NetAccess, host::FetchView};
-use crate::imports::files::FilesView;
-use crate::imports::http::HttpState;
-use crate::imports::log::{LogState, LogView};
-use crate::imports::search::SearchView;
-use crate::imports::wasi_fs::{FsGuard, GuardedFs};
-use crate::imports::{CallInfo, FsAccess};
+use crate::imports::{CallAccess, CallInfo, CallStore, Handed, StoreParts};
 use crate::limits::{Deadline, Limits};
 
-/// What one store is made with: the call, its capabilities, its limits.
+/// What one store is made with: the call, what it is handed, its limits.
 pub(crate) struct StoreSpec<'a> {
     /// The call id (`load` for a tool listing).
     pub(crate) call_id: &'a str,
-    /// The filesystem it holds.
-    pub(crate) fs: FsAccess,
-    /// Its network access: `Some` only for a plugin that imports fetch or `wasi:http`.
-    pub(crate) net: Option<NetAccess>,
-    /// Its exec access: `Some` only for a plugin that imports exec.
-    pub(crate) exec: Option<ExecAccess>,
-    /// What its filesystem is held to beyond the preopens.
-    pub(crate) fs_guard: FsGuard,
+    /// What the call holds, capability by capability.
+    pub(crate) handed: Handed,
     /// Memory, fuel, stdio caps.
     pub(crate) limits: &'a Limits,
     /// When it must be over.
@@ -43,35 +28,16 @@ impl<'a> StoreSpec<'a> {
     /// A store with no capability at all (a tool listing, a hook): no filesystem,
     /// network or processes.
     pub(crate) fn bare(call_id: &'a str, limits: &'a Limits, deadline: Deadline) -> Self {
-        Self {
-            call_id,
-            fs: FsAccess::default(),
-            net: None,
-            exec: None,
-            fs_guard: FsGuard::new(
-                None,
-                crate::limits::DEFAULT_OPEN_HANDLES,
-                std::sync::Arc::new(crate::limits::WriteMeter::new(limits.write_bytes)),
-            ),
-            limits,
-            deadline,
-        }
+        Self { call_id, handed: Handed::nothing(limits.write_bytes), limits, deadline }
     }
 }
 
-/// Per-store state: the WASI context, the memory cap, and every import's state.
+/// Per-store state: the WASI context, the memory cap, and every capability's state.
 pub(crate) struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
     pub(super) limiter: MemoryLimiter,
-    call: CallInfo,
-    fs: FsAccess,
-    log: LogState,
-    net: Option<NetAccess>,
-    http: HttpState,
-    config: ConfigValues,
-    exec: Option<ExecAccess>,
-    pub(super) fs_guard: FsGuard,
+    access: CallAccess,
 }
 
 /// A fresh store for `prepared` as `spec` says, its guest's stderr (for trap
@@ -91,35 +57,14 @@ pub(crate) fn new_store<P>(
     for (key, value) in prepared.env.iter() {
         wasi.env(key, value);
     }
-    // Sockets: a component may import them only when its grants stub them; every
-    // operation is refused here either way (no TCP, UDP, lookups or addresses).
-    wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
-    wasi.socket_addr_check(|_, _| Box::pin(async { false }));
-    let host_err = |what: &str, dir: &std::path::Path, e: wasmtime::Error| {
-        CallError::new(codes::HOST_ERROR, format!("cannot open {what} {}: {e}", dir.display()))
-    };
-    if let Some(dir) = &spec.fs.work_dir {
-        let perms = if spec.fs.writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
-        wasi.preopened_dir(dir, dir.to_string_lossy(), perms).map_err(|e| host_err("work dir", dir, e))?;
-    }
-    for dir in spec.fs.read_dirs.iter() {
-        wasi.preopened_dir(dir, dir.to_string_lossy(), FsPerms::ReadOnly)
-            .map_err(|e| host_err("read-only dir", dir, e))?;
-    }
+    spec.handed.prepare(&mut wasi)?;
     let call =
         CallInfo { plugin: prepared.name.clone(), call_id: spec.call_id.into(), deadline: spec.deadline.at };
     let state = CallState {
         wasi: wasi.build(),
         table: ResourceTable::new(),
         limiter: MemoryLimiter { cap: limits.memory_bytes, refused: false },
-        http: HttpState::new(spec.net.clone(), call.clone()),
-        config: prepared.config.clone(),
-        call,
-        fs: spec.fs,
-        log: LogState::default(),
-        net: spec.net,
-        exec: spec.exec,
-        fs_guard: spec.fs_guard,
+        access: CallAccess::new(call, spec.handed, prepared.config.clone()),
     };
     let mut store = Store::new(&prepared.engine, state);
     store.limiter(|state| &mut state.limiter);
@@ -130,40 +75,9 @@ pub(crate) fn new_store<P>(
 }
 
 impl CallState {
-    fn guarded_fs(&mut self) -> GuardedFs<'_> {
-        let view = wasmtime_wasi::filesystem::WasiFilesystemCtxView {
-            ctx: self.wasi.filesystem(),
-            table: &mut self.table,
-        };
-        GuardedFs::new(view, &mut self.fs_guard)
-    }
-
-    fn log(&mut self) -> LogView<'_> {
-        LogView { state: &mut self.log, call: &self.call }
-    }
-
-    fn files(&mut self) -> FilesView<'_> {
-        FilesView { fs: &self.fs }
-    }
-
-    fn search(&mut self) -> SearchView<'_> {
-        SearchView { fs: &self.fs, call: &self.call }
-    }
-
-    fn fetch(&mut self) -> FetchView<'_> {
-        FetchView { net: self.net.as_ref(), call: &self.call }
-    }
-
-    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
-        self.http.view(&mut self.table)
-    }
-
-    fn config(&mut self) -> ConfigView<'_> {
-        ConfigView { values: Some(&self.config) }
-    }
-
-    fn exec(&mut self) -> ExecView<'_> {
-        ExecView { exec: self.exec.as_ref(), fs: &self.fs, call: &self.call }
+    /// Every capability's state for the call.
+    pub(super) fn access(&self) -> &CallAccess {
+        &self.access
     }
 }
 
@@ -173,25 +87,19 @@ impl WasiView for CallState {
     }
 }
 
-impl types::Host for CallState {}
+impl CallStore for CallState {
+    fn parts(&mut self) -> StoreParts<'_> {
+        StoreParts { wasi: &mut self.wasi, table: &mut self.table, access: &mut self.access }
+    }
+}
 
-/// The linker every plugin is resolved against, once per host: WASI p2, with
-/// `wasi:filesystem` behind the host's guard, and each toolhost import through its
-/// own view. What a plugin may actually use is narrowed by the import check at load
-/// and by what each call's state holds.
+/// The linker every plugin is resolved against, once per host: every capability
+/// in [`crate::imports::CAPABILITIES`], each over its state in the store. What a
+/// plugin may actually use is narrowed by the import check at load and by what
+/// each call's state holds.
 pub(crate) fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, LoadError> {
     let mut linker = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(LoadError::engine)?;
-    crate::imports::wasi_fs::add_to_linker(&mut linker, CallState::guarded_fs).map_err(LoadError::engine)?;
-    types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s).map_err(LoadError::engine)?;
-    crate::imports::log::add_to_linker(&mut linker, CallState::log).map_err(LoadError::engine)?;
-    crate::imports::files::add_to_linker(&mut linker, CallState::files).map_err(LoadError::engine)?;
-    crate::imports::search::add_to_linker(&mut linker, CallState::search).map_err(LoadError::engine)?;
-    crate::imports::fetch::host::add_to_linker(&mut linker, CallState::fetch).map_err(LoadError::engine)?;
-    crate::imports::exec::host::add_to_linker(&mut linker, CallState::exec).map_err(LoadError::engine)?;
-    crate::imports::http::add_to_linker(&mut linker, CallState::http, |s| &mut s.http)
-        .map_err(LoadError::engine)?;
-    crate::imports::config::add_to_linker(&mut linker, CallState::config).map_err(LoadError::engine)?;
+    crate::imports::link(&mut linker).map_err(LoadError::engine)?;
     Ok(linker)
 }
 

@@ -47,7 +47,7 @@ pub(crate) async fn run_typed(
         }
         Err(trap) => {
             let mut err = classify_trap(&trap, store.data(), limits, &stderr);
-            if let Some(cap) = store.data().fs_guard.cap_tripped() {
+            if let Some(cap) = store.data().access().descriptors_capped() {
                 err.message.push_str(&format!(
                     " (the call reached its cap of {cap} open files and directory listings at once)"
                 ));

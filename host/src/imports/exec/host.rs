@@ -12,7 +12,20 @@ use wasmtime::component::{HasData, Linker};
 
 use super::ExecAccess;
 use crate::bindings::toolhost::plugin::exec as wit;
-use crate::imports::{CallInfo, FsAccess};
+use crate::imports::capability::{Capability, Need};
+use crate::imports::{CallInfo, CallStore, FsAccess, StoreParts};
+
+/// Confined child processes: granted only to a plugin whose grant lists programs or the shell.
+pub(crate) const CAPABILITY: Capability = Capability {
+    name: "exec",
+    interfaces: &["toolhost:plugin/exec"],
+    needs: Some(Need {
+        key: "exec",
+        example: "{ programs = [\"NAME\", …] }",
+        flag: "--allow-program NAME",
+        refusal: "no programs are granted to this plugin (grant some with {how})",
+    }),
+};
 
 /// What the exec import works on: the call's exec access (`None`: it may start
 /// nothing), its filesystem (where a child runs and whether it may write) and the
@@ -32,12 +45,12 @@ impl HasData for HasExec {
     type Data<'a> = ExecView<'a>;
 }
 
-/// Link `toolhost:plugin/exec`, reaching each store's exec access through `get`.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> ExecView<'_>,
-) -> wasmtime::Result<()> {
-    wit::add_to_linker::<T, HasExec>(linker, get)
+/// Link `toolhost:plugin/exec` over each store's exec access and filesystem.
+pub(crate) fn link<T: CallStore>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    wit::add_to_linker::<T, HasExec>(linker, |store| {
+        let StoreParts { access, .. } = store.parts();
+        ExecView { exec: access.exec.as_ref(), fs: &access.fs, call: &access.call }
+    })
 }
 
 impl wit::Host for ExecView<'_> {

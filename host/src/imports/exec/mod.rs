@@ -12,7 +12,7 @@
 
 mod access;
 mod grant;
-pub(crate) mod host;
+mod host;
 
 pub(crate) use access::ExecAccess;
 pub use confine::{
@@ -22,3 +22,4 @@ pub use confine::{
 pub(crate) use confine::{ResidentSpec, SpawnRequest, resolve_cwd};
 pub use grant::ExecGrant;
 pub(crate) use grant::{ResolvedGrant, find as find_program};
+pub(crate) use host::{CAPABILITY, link};

@@ -9,7 +9,20 @@ use wasmtime::component::{HasData, Linker};
 
 use super::{FetchError, FetchRequest, FetchResponse, NetAccess};
 use crate::bindings::toolhost::plugin::fetch as wit;
-use crate::imports::CallInfo;
+use crate::imports::capability::{Capability, Need};
+use crate::imports::{CallInfo, CallStore, StoreParts};
+
+/// The pinned fetch: granted only to a plugin whose network grant lists hosts.
+pub(crate) const CAPABILITY: Capability =
+    Capability { name: "fetch", interfaces: &["toolhost:plugin/fetch"], needs: Some(NETWORK) };
+
+/// The network grant, which `wasi:http` needs too.
+pub(crate) const NETWORK: Need = Need {
+    key: "network",
+    example: "[\"HOST\", …]",
+    flag: "--allow-host PATTERN",
+    refusal: "no network hosts are granted to this plugin (grant some with {how})",
+};
 
 /// What the fetch import works on: the call's network access (`None`: it has
 /// none) and the call.
@@ -26,12 +39,12 @@ impl HasData for HasFetch {
     type Data<'a> = FetchView<'a>;
 }
 
-/// Link `toolhost:plugin/fetch`, reaching each store's network access through `get`.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> FetchView<'_>,
-) -> wasmtime::Result<()> {
-    wit::add_to_linker::<T, HasFetch>(linker, get)
+/// Link `toolhost:plugin/fetch` over each store's network access.
+pub(crate) fn link<T: CallStore>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    wit::add_to_linker::<T, HasFetch>(linker, |store| {
+        let StoreParts { access, .. } = store.parts();
+        FetchView { net: access.net.as_ref(), call: &access.call }
+    })
 }
 
 impl wit::Host for FetchView<'_> {

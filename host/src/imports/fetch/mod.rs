@@ -33,7 +33,7 @@
 mod client;
 mod connect;
 mod exchange;
-pub(crate) mod host;
+mod host;
 mod net;
 mod types;
 pub(crate) mod vet;
@@ -49,6 +49,7 @@ pub(crate) use exchange::tls_config as tls_config_with_webpki_roots;
 /// The same settings trusting other roots (the registry client's, with the extra CAs
 /// the user names; `oci::roots`).
 pub(crate) use exchange::tls_config_with as tls_config_with_roots;
+pub(crate) use host::{CAPABILITY, NETWORK, link};
 pub use net::{Connect, Connector, Lookup, Resolver, SystemResolver, TcpConnector};
 pub(crate) use types::OpenError;
 pub use types::{FetchError, FetchRequest, FetchResponse};

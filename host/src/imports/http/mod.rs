@@ -39,8 +39,9 @@ use wasmtime_wasi_http::{
     Error, RequestOptions, WasiBody, WasiHttp, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks,
 };
 
-use crate::imports::CallInfo;
+use crate::imports::capability::Capability;
 use crate::imports::fetch::{FetchLimits, NetAccess};
+use crate::imports::{CallInfo, CallStore, StoreParts};
 use send::{Budget, Sender};
 
 /// Request headers of at most this many bytes (in memory) a guest may build in one set.
@@ -49,6 +50,14 @@ const FIELD_SIZE_LIMIT: usize = 64 << 10;
 /// The most one write to an outgoing body may carry, and so what each body buffers
 /// (wasmtime-wasi-http's default is 1 MiB a body, however many bodies a guest opens).
 const BODY_CHUNK: usize = 64 << 10;
+
+/// `wasi:http`'s client interfaces: granted, like fetch, only to a plugin whose
+/// network grant lists hosts; every request goes through the pinned client.
+pub(crate) const CAPABILITY: Capability = Capability {
+    name: "http",
+    interfaces: &["wasi:http/outgoing-handler", "wasi:http/types"],
+    needs: Some(crate::imports::fetch::NETWORK),
+};
 
 /// One call's `wasi:http` state.
 pub(crate) struct HttpState {
@@ -117,14 +126,19 @@ impl WasiHttpHooks for PinnedHooks {
     }
 }
 
-/// Link `wasi:http/outgoing-handler` and `wasi:http/types` (with [`guard`]'s checks),
-/// reaching each store's view through `get` and its [`HttpState`] through `state`.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> WasiHttpCtxView<'_>,
-    state: fn(&mut T) -> &mut HttpState,
-) -> wasmtime::Result<()> {
+/// Link `wasi:http`'s client interfaces over each store's [`HttpState`] and
+/// resource table, with its unbounded calls bounded ([`guard`]).
+pub(crate) fn link<T: CallStore>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    fn get<T: CallStore>(store: &mut T) -> WasiHttpCtxView<'_> {
+        let StoreParts { access, table, .. } = store.parts();
+        access.http.view(table)
+    }
+    fn state<T: CallStore>(store: &mut T) -> &mut HttpState {
+        let StoreParts { access, .. } = store.parts();
+        &mut access.http
+    }
+    let get: fn(&mut T) -> WasiHttpCtxView<'_> = get::<T>;
     outgoing_handler::add_to_linker::<T, WasiHttp>(linker, get)?;
     types::add_to_linker::<T, WasiHttp>(linker, &Default::default(), get)?;
-    guard::add_to_linker(linker, get, state)
+    guard::add_to_linker(linker, get, state::<T>)
 }

@@ -24,8 +24,9 @@
 //! - lists directories itself, so a name that is not UTF-8 arrives lossily
 //!   (U+FFFD for the bad bytes) instead of failing the whole listing.
 //!
-//! Everything else is wasmtime-wasi's, unchanged. [`add_to_linker`] links this over
-//! its `wasi:filesystem/types` and `wasi:filesystem/preopens`.
+//! Everything else is wasmtime-wasi's, unchanged. [`link`] links this over its
+//! `wasi:filesystem/types` and `wasi:filesystem/preopens`; [`preopen`] gives a
+//! call's WASI context the directories its [`FsAccess`] holds.
 
 mod host;
 mod quota;
@@ -38,8 +39,33 @@ use wasmtime::component::{HasData, Linker};
 use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::p2::bindings::filesystem::types::DirectoryEntry;
 
+use super::capability::Capability;
+use super::{CallStore, FsAccess, StoreParts};
+use crate::error::{CallError, codes};
 use crate::limits::WriteMeter;
 use confine::Protected;
+
+/// Needs no grant of its own: a call sees the preopens its [`FsAccess`] holds, or none.
+pub(crate) const CAPABILITY: Capability =
+    Capability { name: "filesystem", interfaces: &["wasi:filesystem/"], needs: None };
+
+/// Preopen, in `wasi`, the work dir (read-write only when `fs` may write) and the
+/// read-only dirs, each under its own host path.
+pub(crate) fn preopen(wasi: &mut wasmtime_wasi::WasiCtxBuilder, fs: &FsAccess) -> Result<(), CallError> {
+    use wasmtime_wasi::FsPerms;
+    let host_err = |what: &str, dir: &std::path::Path, e: wasmtime::Error| {
+        CallError::new(codes::HOST_ERROR, format!("cannot open {what} {}: {e}", dir.display()))
+    };
+    if let Some(dir) = &fs.work_dir {
+        let perms = if fs.writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+        wasi.preopened_dir(dir, dir.to_string_lossy(), perms).map_err(|e| host_err("work dir", dir, e))?;
+    }
+    for dir in fs.read_dirs.iter() {
+        wasi.preopened_dir(dir, dir.to_string_lossy(), FsPerms::ReadOnly)
+            .map_err(|e| host_err("read-only dir", dir, e))?;
+    }
+    Ok(())
+}
 
 /// What one call's filesystem is held to, beyond its preopens.
 #[derive(Debug)]
@@ -106,13 +132,15 @@ impl HasData for GuardedFsData {
 }
 
 /// Link the guarded `wasi:filesystem/types` and `wasi:filesystem/preopens` over the
-/// ones `wasmtime_wasi::p2::add_to_linker_async` added; `view` gets a store's
-/// guarded view.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    view: fn(&mut T) -> GuardedFs<'_>,
-) -> wasmtime::Result<()> {
+/// ones `wasmtime_wasi::p2::add_to_linker_async` added, over each store's WASI
+/// context and [`FsGuard`].
+pub(crate) fn link<T: CallStore>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
+    fn view<T: CallStore>(store: &mut T) -> GuardedFs<'_> {
+        let StoreParts { wasi, table, access } = store.parts();
+        GuardedFs::new(WasiFilesystemCtxView { ctx: wasi.filesystem(), table }, &mut access.fs_guard)
+    }
+    let view: fn(&mut T) -> GuardedFs<'_> = view::<T>;
     linker.allow_shadowing(true);
     types::add_to_linker::<T, GuardedFsData>(linker, view)?;
     preopens::add_to_linker::<T, GuardedFsData>(linker, view)?;
