@@ -1,52 +1,17 @@
 //! What one plugin is granted: the capabilities handed to each of its calls,
-//! as values. The policy file ([`crate::policy`]), the CLI flags and the library
-//! builder all end up here; loading a plugin checks a component's
-//! imports against it, and the sandbox builds each call's WASI context from it.
+//! as values. Each grant's type lives with its capability (`imports/<cap>`);
+//! this gathers them per plugin. The policy file ([`crate::policy`]), the CLI
+//! flags and the library builder all end up here; loading a plugin checks a
+//! component's imports against it ([`PluginGrants::holds`] answers for each
+//! capability's need), and the sandbox builds each call's WASI context from it.
 
 use std::path::PathBuf;
 
 use crate::imports::exec::ExecGrant;
 use crate::imports::fetch::NetGrant;
+pub use crate::imports::sockets::Sockets;
+pub use crate::imports::wasi_fs::FsGrant;
 use crate::limits::Limits;
-
-/// Filesystem access to the work dir.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FsGrant {
-    /// No preopen at all: the component sees no filesystem.
-    None,
-    /// The work dir, read-only for every tool.
-    Read,
-    /// The work dir, writable for tools that do not declare `read-only`.
-    #[default]
-    ReadWrite,
-}
-
-impl FsGrant {
-    /// The spelling used in the policy file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FsGrant::None => "none",
-            FsGrant::Read => "read",
-            FsGrant::ReadWrite => "read-write",
-        }
-    }
-}
-
-/// What happens to a component that imports `wasi:sockets`. Real sockets are
-/// never granted: networking goes through the host's pinned fetch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Sockets {
-    /// Refuse the component at load (`capability_denied`).
-    #[default]
-    Refuse,
-    /// Link the imports, and refuse every socket operation at run time
-    /// (`access-denied`): no TCP, no UDP, no name lookup, no address allowed.
-    /// For toolchains whose runtime imports sockets whether a tool uses them
-    /// or not (componentize-py's CPython).
-    Stub,
-}
 
 /// Where a plugin's grants come from: how a refusal tells the user to change them.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -45,6 +45,30 @@ use crate::error::{CallError, codes};
 use crate::limits::WriteMeter;
 use confine::Protected;
 
+/// Filesystem access to the work dir.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FsGrant {
+    /// No preopen at all: the component sees no filesystem.
+    None,
+    /// The work dir, read-only for every tool.
+    Read,
+    /// The work dir, writable for tools that do not declare `read-only`.
+    #[default]
+    ReadWrite,
+}
+
+impl FsGrant {
+    /// The spelling used in the policy file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FsGrant::None => "none",
+            FsGrant::Read => "read",
+            FsGrant::ReadWrite => "read-write",
+        }
+    }
+}
+
 /// Needs no grant of its own: a call sees the preopens its [`FsAccess`] holds, or none.
 pub(crate) const CAPABILITY: Capability =
     Capability { name: "filesystem", interfaces: &["wasi:filesystem/"], needs: None };
