@@ -966,7 +966,8 @@ async fn hooks() {
 fn serve_command(dir: &Path, extra: &[&str]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(toolhost_tests::toolhost_bin());
     cmd.arg("serve").arg("--work-dir").arg(dir).args(["--plugin", HOSTILE_WASM]).args(extra);
-    cmd.env("TOOLHOST_CACHE_DIR", bench_cache()).env("TOOLHOST_DATA_DIR", dir.join(".data"));
+    // The data dir outside the work dir (the host refuses one inside it).
+    cmd.env("TOOLHOST_CACHE_DIR", bench_cache()).env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir());
     cmd.env_remove("TOOLHOST_LOG").kill_on_drop(true);
     cmd
 }

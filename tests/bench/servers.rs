@@ -53,7 +53,8 @@ fn policy_text() -> String {
 fn served(work: &Path, policy: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(toolhost_tests::toolhost_bin());
     cmd.arg("serve").arg("--work-dir").arg(work).arg("--policy").arg(policy);
-    cmd.env("TOOLHOST_CACHE_DIR", bench_cache()).env("TOOLHOST_DATA_DIR", work.join(".data"));
+    // The data dir outside the work dir (the host refuses one inside it).
+    cmd.env("TOOLHOST_CACHE_DIR", bench_cache()).env("TOOLHOST_DATA_DIR", toolhost_tests::test_data_dir());
     cmd.env_remove("TOOLHOST_LOG").kill_on_drop(true);
     cmd
 }
