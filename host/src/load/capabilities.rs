@@ -170,7 +170,7 @@ mod tests {
         };
         let mut all = with_hosts();
         all.config =
-            vec![crate::policy::config::ConfigValue { key: "k".into(), value: "v".into(), from_env: None }];
+            vec![crate::imports::config::ConfigValue { key: "k".into(), value: "v".into(), from_env: None }];
         all.exec.programs = vec!["git".into()];
         all.sockets = crate::policy::grants::Sockets::Stub;
         let needing: Vec<_> = CAPABILITIES.iter().filter_map(|c| Some((c.name, c.needs.as_ref()?))).collect();

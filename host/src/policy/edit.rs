@@ -33,7 +33,7 @@ pub struct PluginEntryDraft {
     /// Programs it may start (written only when it grants something).
     pub exec: crate::imports::exec::ExecGrant,
     /// What `wasi:config/store` answers it (written only when there is some).
-    pub config: Vec<(String, super::config::ConfigSource)>,
+    pub config: Vec<(String, crate::imports::config::ConfigSource)>,
     /// The typed-export tools that are read-only (written only when there are some).
     pub read_only: Vec<String>,
     /// For an `oci://` source: who signed it, and what to trust for it.
@@ -110,8 +110,8 @@ fn insert_entry(plugins: &mut Table, draft: &PluginEntryDraft) {
         let mut config = toml_edit::InlineTable::new();
         for (key, source) in &draft.config {
             let item: toml_edit::Value = match source {
-                super::config::ConfigSource::Literal(text) => text.into(),
-                super::config::ConfigSource::Env { env } => {
+                crate::imports::config::ConfigSource::Literal(text) => text.into(),
+                crate::imports::config::ConfigSource::Env { env } => {
                     let mut from = toml_edit::InlineTable::new();
                     from.insert("env", env.into());
                     from.into()
@@ -382,8 +382,8 @@ mod tests {
                 commit: false,
             },
             config: vec![
-                ("API_KEY".into(), super::super::config::ConfigSource::Env { env: "WEATHER_KEY".into() }),
-                ("units".into(), super::super::config::ConfigSource::Literal("metric".into())),
+                ("API_KEY".into(), crate::imports::config::ConfigSource::Env { env: "WEATHER_KEY".into() }),
+                ("units".into(), crate::imports::config::ConfigSource::Literal("metric".into())),
             ],
             read_only: vec!["get_weather".into()],
             remote: None,
@@ -421,7 +421,7 @@ mod tests {
                 unconfined: false,
                 commit: false,
             },
-            config: vec![("key".into(), super::super::config::ConfigSource::Literal(ODD.into()))],
+            config: vec![("key".into(), crate::imports::config::ConfigSource::Literal(ODD.into()))],
             read_only: vec![ODD.into()],
             remote: None,
         }

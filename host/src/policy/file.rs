@@ -85,7 +85,7 @@ struct RawPlugin {
     limits: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
     exec: Option<RawExecGrant>,
     #[serde(default)]
-    config: BTreeMap<Spanned<String>, super::config::ConfigSource>,
+    config: BTreeMap<Spanned<String>, crate::imports::config::ConfigSource>,
     #[serde(default)]
     read_only: Vec<String>,
     #[serde(default)]
@@ -157,7 +157,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             .config
             .iter()
             .map(|(k, v)| {
-                super::config::check_key(k.get_ref())
+                crate::imports::config::check_key(k.get_ref())
                     .map(|()| (k.get_ref().clone(), v.clone()))
                     .map_err(|e| at(k.span(), format!("plugins.{key}.config: {e}")))
             })

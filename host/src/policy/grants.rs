@@ -51,7 +51,7 @@ pub struct PluginGrants {
     /// The environment each call sees: exactly these variables.
     pub env: Vec<(String, String)>,
     /// What `wasi:config/store` answers (used only if it imports the interface).
-    pub config: Vec<crate::policy::config::ConfigValue>,
+    pub config: Vec<crate::imports::config::ConfigValue>,
     /// What to do with `wasi:sockets` imports.
     pub sockets: Sockets,
     /// The programs it may start (used only if it imports exec).

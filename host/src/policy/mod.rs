@@ -57,7 +57,6 @@
 //! safely. Its items are re-exported here, flat; its files are private.
 
 mod approver;
-pub(crate) mod config;
 pub(crate) mod derive;
 mod edit;
 pub(crate) mod env;
@@ -82,8 +81,8 @@ pub(crate) mod trust;
 use std::path::{Path, PathBuf};
 
 pub use crate::error::PolicyError;
+pub use crate::imports::config::{ConfigSource, ConfigValue};
 pub use approver::{Approval, ApprovalRequest, Approver};
-pub use config::{ConfigSource, ConfigValue};
 pub use edit::{
     PluginEntryDraft, RemoteDraft, ServerEntryDraft, add_allow_rule, plugin_entry_toml, remove_plugin_entry,
     server_entry_toml, set_plugin_source, write_plugin_entry, write_server_entry,
@@ -142,7 +141,7 @@ pub struct PluginEntry {
     /// Its limits.
     pub limits: LimitOverrides,
     /// What `wasi:config/store` gives it (`config = { KEY = "value" | { env = "NAME" } }`).
-    pub config: Vec<(String, config::ConfigSource)>,
+    pub config: Vec<(String, ConfigSource)>,
     /// The tools of a typed-export component that are read-only (`read-only = ["tool", …]`).
     pub read_only: Vec<String>,
 }
@@ -170,7 +169,7 @@ impl PluginEntry {
             fs: self.filesystem,
             read_dirs: self.read_dirs.clone(),
             net: NetGrant { hosts: self.network.clone(), allow_private },
-            config: config::resolve(&self.config, &host_env),
+            config: crate::imports::config::resolve(&self.config, &host_env),
             env: env::select(&self.env, host_env),
             sockets: self.sockets,
             exec: self.exec.clone(),

@@ -3,7 +3,10 @@
 //! KEY2 = { env = "NAME" } }`), resolved once at load, never the host's environment
 //! unless an entry names a variable. A plugin may import the interface only when its
 //! entry grants some config (checked at load); a call of a plugin that does not import it
-//! holds no values.
+//! holds no values. The grant, and how the policy's `config` table is read and
+//! resolved: [`grant`].
+
+mod grant;
 
 use std::sync::Arc;
 
@@ -11,6 +14,8 @@ use wasmtime::component::{HasData, Linker};
 
 use super::CallStore;
 use super::capability::{Capability, Need};
+pub use grant::{ConfigSource, ConfigValue};
+pub(crate) use grant::{check_key, resolve};
 
 /// Granted only to a plugin whose entry has `config`.
 pub(crate) const CAPABILITY: Capability = Capability {
